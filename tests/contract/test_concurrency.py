@@ -1,0 +1,54 @@
+"""Appenders in several processes at once: sequences 1..N, none reused, none skipped."""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from contract_util import WARDRIK, jsonl, log_path, ok, run, seqs
+
+import subprocess
+import os
+
+
+def worker(root, w: int, n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        p = run("append", "shared/log", "message.received", "--data",
+                json.dumps({"message": {"id": f"w{w}-{i}"}}), root=root, timeout=120)
+        assert p.returncode == 0, p.stderr
+        out.append(p.stdout)
+    return out
+
+
+def test_eight_processes_25_each(root):
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda w: worker(root, w, 25), range(8)))
+    raw = log_path(root, "shared/log").read_bytes()
+    events = jsonl(raw)
+    assert seqs(events) == list(range(1, 201))
+    assert len({e["id"] for e in events}) == 200
+    assert sorted(e["data"]["message"]["id"] for e in events) == sorted(f"w{w}-{i}" for w in range(8) for i in range(25))
+    lines = set(raw.splitlines(keepends=True))
+    printed = [line for r in results for line in r]
+    assert all(p.count(b"\n") == 1 and p in lines for p in printed)
+    times = [e["time"] for e in events]
+    assert times == sorted(times)
+
+
+def test_eight_batches_at_once(root):
+    def one(w):
+        body = "".join(json.dumps({"type": "message.received", "data": {"message": {"id": f"w{w}-{i}"}}}) + "\n"
+                       for i in range(25))
+        p = run("append", "shared/log", "--batch", "-", input=body, root=root, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    with ThreadPoolExecutor(8) as pool:
+        outs = list(pool.map(one, range(8)))
+    raw = log_path(root, "shared/log").read_bytes()
+    events = jsonl(raw)
+    assert seqs(events) == list(range(1, 201))
+    for out in outs:
+        assert out in raw  # one batch, one contiguous write
+        s = seqs(jsonl(out))
+        assert s == list(range(s[0], s[0] + 25))

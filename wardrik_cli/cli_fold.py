@@ -1,0 +1,1 @@
+"""Commands of this group are added by their issue; see cli.py."""

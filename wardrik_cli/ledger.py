@@ -1,0 +1,247 @@
+"""One log on disk, as readers see it: its lines decoded into events, its ends, and seeks.
+
+Contract kept here:
+- Readers never write: a ``LogView`` opens the file read-only and takes no lock.
+- A view is a snapshot of the file's complete lines at open time (``end``); bytes past the
+  last newline are a torn tail and are never decoded.
+- A complete line that is not an event is ``CorruptLedger`` naming file, 1-based line and
+  byte offset, unless the caller asked to skip corrupt lines (then ``on_corrupt`` is told).
+- Sequences are sorted, so a seek by sequence is a bisection; times are sorted in logs this
+  tool wrote, so a seek by time is a bisection whose answer is checked against its
+  neighbours, falling back to a scan from the start when the check fails.
+- The watermark (``.wardrik/watermarks/<log>.json``, written by compaction) says where the
+  sequence goes on, and the last dropped line's hash, for a log whose every event was dropped.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import orjson
+
+from . import lines
+from .errors import CorruptLedger, Failure
+from .layout import AUDIT_NAME, Root, validate_log_id
+
+_SEQ_RE = re.compile(r"[0-9]{12}")
+AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
+
+
+def decode_event(raw: bytes) -> dict[str, Any]:
+    """A stored line as an event dict; ValueError saying why when it is not one."""
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if b"\x00" in raw:
+            raise ValueError("line holds NUL bytes, not JSON") from None
+        raise ValueError("not valid JSON") from None
+    if not isinstance(event, dict):
+        raise ValueError("not a JSON object")
+    seq = event.get("sequence")
+    if not isinstance(seq, str) or not _SEQ_RE.fullmatch(seq):
+        raise ValueError("no 12-digit sequence")
+    if not isinstance(event.get("type"), str) or not isinstance(event.get("time"), str):
+        raise ValueError("no type or time")
+    return event
+
+
+@dataclass
+class Watermark:
+    inode: int
+    next_sequence: int
+    time: Optional[str] = None
+    hash: Optional[str] = None
+    first_time_kept: Optional[str] = None
+
+
+class Log:
+    """A log under a root: an agent's (by id) or the deployment's audit log."""
+
+    def __init__(self, root: Root, name: str, path: Path, state_key: str, is_audit: bool = False):
+        self.root, self.name, self.path, self.state_key, self.is_audit = root, name, path, state_key, is_audit
+
+    @classmethod
+    def agent(cls, root: Root, log_id: str) -> "Log":
+        validate_log_id(log_id)
+        return cls(root, log_id, root.log_path(log_id), log_id)
+
+    @classmethod
+    def audit(cls, root: Root) -> "Log":
+        return cls(root, AUDIT_NAME, root.audit_path, AUDIT_STATE_KEY, is_audit=True)
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root.state_path("locks", self.state_key, ".lock")
+
+    @property
+    def watermark_path(self) -> Path:
+        return self.root.state_path("watermarks", self.state_key, ".json")
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def open(self) -> "LogView":
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return LogView(self, None)
+        except OSError as e:
+            raise Failure(f"cannot read {self.path}: {e.strerror}") from None
+        return LogView(self, fd)
+
+    def read_watermark(self) -> Optional[Watermark]:
+        try:
+            d = orjson.loads(self.watermark_path.read_bytes())
+            return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
+                             d.get("first_time_kept"))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+class LogView:
+    """An open, read-only snapshot of one log file (its complete lines at open time)."""
+
+    def __init__(self, log: Log, fd: Optional[int]):
+        self.log = log
+        self.fd = fd
+        if fd is None:
+            self.ino, self.size, self.end = None, 0, 0
+        else:
+            st = os.fstat(fd)
+            self.ino = st.st_ino
+            self.end, self.size = lines.complete_end(fd, st.st_size)
+        self._first: Optional[tuple[int, dict]] = None
+        self._last: Optional[tuple[int, dict]] = None
+
+    # context manager ---------------------------------------------------------
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "LogView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # decoding ----------------------------------------------------------------
+    def corrupt(self, offset: int, what: str) -> CorruptLedger:
+        line = lines.count_lines_before(self.fd, offset) if self.fd is not None else None
+        return CorruptLedger(str(self.log.path), line, offset, what)
+
+    def decode(self, offset: int, raw: bytes) -> dict[str, Any]:
+        try:
+            return decode_event(raw)
+        except ValueError as e:
+            raise self.corrupt(offset, f"corrupt line ({e})") from None
+
+    @property
+    def torn_bytes(self) -> int:
+        return self.size - self.end
+
+    # ends --------------------------------------------------------------------
+    def first(self) -> Optional[tuple[int, dict]]:
+        if self._first is None and self.fd is not None:
+            item = lines.first_line(self.fd, self.end)
+            if item is not None:
+                self._first = (item[0], self.decode(*item))
+        return self._first
+
+    def last(self) -> Optional[tuple[int, dict]]:
+        if self._last is None and self.fd is not None:
+            item = lines.last_line(self.fd, self.end)
+            if item is not None:
+                self._last = (item[0], self.decode(*item))
+        return self._last
+
+    def watermark(self) -> Optional[Watermark]:
+        """The compaction record of this file: it must agree with the first kept event, or,
+        for an emptied log, be about this very file (same inode)."""
+        wm = self.log.read_watermark()
+        if wm is None:
+            return None
+        first = self.first()
+        if first is not None:
+            return wm if int(first[1]["sequence"]) == wm.next_sequence else None
+        return wm if wm.inode == self.ino else None
+
+    def first_seq(self) -> int:
+        """Sequence of the first kept event; for an empty log, the next one to be written."""
+        f = self.first()
+        if f is not None:
+            return int(f[1]["sequence"])
+        wm = self.watermark()
+        return wm.next_sequence if wm else 1
+
+    def last_seq(self) -> int:
+        """Highest sequence ever written (0 for none), even when compaction dropped it."""
+        last = self.last()
+        if last is not None:
+            return int(last[1]["sequence"])
+        wm = self.watermark()
+        return wm.next_sequence - 1 if wm else 0
+
+    # iteration and seeks -----------------------------------------------------
+    def iter_raw(self, start: int = 0) -> Iterator[tuple[int, bytes]]:
+        if self.fd is None:
+            return iter(())
+        return lines.iter_lines(self.fd, start, self.end)
+
+    def events(self, start: int = 0, *, on_corrupt: Optional[Callable[[CorruptLedger], None]] = None,
+               ) -> Iterator[tuple[int, bytes, dict]]:
+        """(offset, raw line, event) from ``start``; corrupt lines raise unless ``on_corrupt``."""
+        for off, raw in self.iter_raw(start):
+            try:
+                event = decode_event(raw)
+            except ValueError as e:
+                err = self.corrupt(off, f"corrupt line ({e})")
+                if on_corrupt is None:
+                    raise err from None
+                on_corrupt(err)
+                continue
+            yield off, raw, event
+
+    def offset_after_seq(self, seq: int) -> int:
+        """Offset of the first line whose sequence is greater than ``seq``."""
+        if self.fd is None or seq <= 0:
+            return 0
+        first = self.first()
+        if first is None or int(first[1]["sequence"]) > seq:
+            return 0
+        return self._bisect(lambda e: int(e["sequence"]) > seq)
+
+    def offset_at_time(self, t: str) -> int:
+        """Offset of the first line whose time is at or after ``t`` (a stored time string)."""
+        if self.fd is None:
+            return 0
+        off = self._bisect(lambda e: e["time"] >= t)
+        if off == 0:
+            return 0
+        # Check the answer: the line before must be earlier. If not, times go backwards here.
+        prev = lines.last_line(self.fd, off)
+        if prev is None:
+            return off
+        try:
+            ok = decode_event(prev[1])["time"] < t
+        except ValueError:
+            ok = False
+        return off if ok else 0
+
+    def _bisect(self, after: Callable[[dict], bool]) -> int:
+        class _Unreadable(Exception):
+            pass
+
+        def is_after(raw: bytes) -> bool:
+            try:
+                return after(decode_event(raw))
+            except ValueError:
+                raise _Unreadable from None
+
+        try:
+            return lines.bisect(self.fd, self.end, is_after)
+        except _Unreadable:
+            return 0  # a corrupt line in the way: let the linear reader meet it and report it

@@ -1,0 +1,149 @@
+"""Reading a ledger file by lines without loading it.
+
+Contract kept here:
+- A line is the bytes up to and including a ``\\n``. Whatever follows the last ``\\n`` (half
+  a line, NUL bytes) is the torn tail: never yielded, never an error here.
+- Every function reads only what it needs: forward iteration in large chunks from a byte
+  offset, backward iteration from the end, and bisection over byte offsets, whose cost is
+  O(log size) small reads.
+- Offsets yielded are the offset of the first byte of each line.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterator, Optional
+
+CHUNK = 1 << 20
+PROBE = 1 << 13
+SCAN_THRESHOLD = 1 << 16
+
+
+def iter_lines(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:
+    """(offset, line without its newline) for each complete line from ``start`` (a line start)
+    up to ``end`` (default: the file's size when each chunk is read)."""
+    pos = start
+    pending = b""
+    pending_at = start
+    while True:
+        want = CHUNK if end is None else min(CHUNK, end - pos)
+        if want <= 0:
+            return
+        chunk = os.pread(fd, want, pos)
+        if not chunk:
+            return
+        pos += len(chunk)
+        if pending:
+            chunk = pending + chunk
+        off = pending_at
+        parts = chunk.split(b"\n")
+        last = parts.pop()
+        for line in parts:
+            yield off, line
+            off += len(line) + 1
+        pending, pending_at = last, off
+
+
+def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """Complete lines ending at or before ``end`` (which must be 0 or just past a ``\\n``), last first."""
+    pos = end
+    buf = b""  # the bytes [pos, end of the lines not yet yielded); ends with a newline
+    block = PROBE
+    while pos > 0:
+        n = min(block, pos)
+        pos -= n
+        buf = os.pread(fd, n, pos) + buf
+        block = min(block * 2, CHUNK)
+        j = len(buf) - 1  # index of the newline ending the line to yield next
+        while True:
+            i = buf.rfind(b"\n", 0, j)
+            if i < 0:
+                break
+            yield pos + i + 1, buf[i + 1:j]
+            j = i
+        if pos == 0:
+            if j > 0 or (j == 0 and buf[:1] == b"\n"):
+                yield 0, buf[:j]
+            return
+        buf = buf[: j + 1]
+
+
+def complete_end(fd: int, size: Optional[int] = None) -> tuple[int, int]:
+    """(end of the last complete line, size): the torn tail is ``[end, size)``."""
+    if size is None:
+        size = os.fstat(fd).st_size
+    pos = size
+    while pos > 0:
+        n = min(PROBE if pos == size else CHUNK, pos)
+        data = os.pread(fd, n, pos - n)
+        i = data.rfind(b"\n")
+        if i >= 0:
+            return pos - n + i + 1, size
+        pos -= n
+    return 0, size
+
+
+def last_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
+    for item in iter_lines_backward(fd, end):
+        return item
+    return None
+
+
+def first_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
+    for item in iter_lines(fd, 0, end):
+        return item
+    return None
+
+
+def line_at_or_after(fd: int, pos: int, end: int) -> Optional[tuple[int, bytes]]:
+    """The first complete line starting at or after ``pos``, or None."""
+    if pos <= 0:
+        return first_line(fd, end)
+    # Is pos a line start? Only if the byte before it is a newline.
+    scan = pos - 1
+    while scan < end:
+        data = os.pread(fd, min(PROBE, end - scan), scan)
+        if not data:
+            return None
+        i = data.find(b"\n")
+        if i >= 0:
+            start = scan + i + 1
+            if start >= end:
+                return None
+            for item in iter_lines(fd, start, end):
+                return item
+            return None
+        scan += len(data)
+    return None
+
+
+def bisect(fd: int, end: int, is_after: Callable[[bytes], bool]) -> int:
+    """Offset of the first complete line for which ``is_after(line)`` holds (``end`` if none),
+    assuming the predicate is False then True along the file."""
+    lo, hi = 0, end
+    while hi - lo > SCAN_THRESHOLD:
+        mid = (lo + hi) // 2
+        found = line_at_or_after(fd, mid, end)
+        if found is None or found[0] >= hi:
+            hi = mid
+            continue
+        start, line = found
+        if is_after(line):
+            hi = start
+        else:
+            lo = start + len(line) + 1
+    for off, line in iter_lines(fd, lo, end):
+        if is_after(line):
+            return off
+    return end
+
+
+def count_lines_before(fd: int, offset: int) -> int:
+    """1-based line number of the line starting at ``offset`` (reads up to it; error paths only)."""
+    n, pos = 1, 0
+    while pos < offset:
+        data = os.pread(fd, min(CHUNK, offset - pos), pos)
+        if not data:
+            break
+        n += data.count(b"\n")
+        pos += len(data)
+    return n
