@@ -55,6 +55,9 @@ class Watermark:
     time: Optional[str] = None
     hash: Optional[str] = None
     first_time_kept: Optional[str] = None
+    # The record this one replaced: compaction writes the new record before it renames the new
+    # file in, so until the rename lands the old file is described by ``previous``.
+    previous: Optional["Watermark"] = None
 
 
 class Log:
@@ -95,8 +98,13 @@ class Log:
     def read_watermark(self) -> Optional[Watermark]:
         try:
             d = orjson.loads(self.watermark_path.read_bytes())
+            prev = None
+            if isinstance(d.get("previous"), dict):
+                p = d["previous"]
+                prev = Watermark(int(p["inode"]), int(p["next_sequence"]), p.get("time"), p.get("hash"),
+                                 p.get("first_time_kept"))
             return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
-                             d.get("first_time_kept"))
+                             d.get("first_time_kept"), prev)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -160,14 +168,20 @@ class LogView:
 
     def watermark(self) -> Optional[Watermark]:
         """The compaction record of this file: it must agree with the first kept event, or,
-        for an emptied log, be about this very file (same inode)."""
-        wm = self.log.read_watermark()
-        if wm is None:
-            return None
+        for an emptied log, be about this very file (same inode). The record compaction
+        replaced (``previous``) is tried too: it describes the old file while a compaction that
+        died before its rename left the new record in place."""
+        top = self.log.read_watermark()
         first = self.first()
-        if first is not None:
-            return wm if int(first[1]["sequence"]) == wm.next_sequence else None
-        return wm if wm.inode == self.ino else None
+        for wm in (top, top.previous if top else None):
+            if wm is None:
+                continue
+            if first is not None:
+                if int(first[1]["sequence"]) == wm.next_sequence:
+                    return wm
+            elif wm.inode == self.ino:
+                return wm
+        return None
 
     def first_seq(self) -> int:
         """Sequence of the first kept event; for an empty log, the next one to be written."""

@@ -89,9 +89,7 @@ def last_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
 
 
 def first_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
-    for item in iter_lines(fd, 0, end):
-        return item
-    return None
+    return read_line_at(fd, 0, end)
 
 
 def line_at_or_after(fd: int, pos: int, end: int) -> Optional[tuple[int, bytes]]:
@@ -109,10 +107,26 @@ def line_at_or_after(fd: int, pos: int, end: int) -> Optional[tuple[int, bytes]]
             start = scan + i + 1
             if start >= end:
                 return None
-            for item in iter_lines(fd, start, end):
-                return item
-            return None
+            return read_line_at(fd, start, end)
         scan += len(data)
+    return None
+
+
+def read_line_at(fd: int, start: int, end: int) -> Optional[tuple[int, bytes]]:
+    """The complete line starting at ``start``, reading small blocks (probes must stay cheap)."""
+    parts = []
+    pos, block = start, PROBE
+    while pos < end:
+        data = os.pread(fd, min(block, end - pos), pos)
+        if not data:
+            return None
+        i = data.find(b"\n")
+        if i >= 0:
+            parts.append(data[:i])
+            return start, b"".join(parts)
+        parts.append(data)
+        pos += len(data)
+        block = min(block * 2, CHUNK)
     return None
 
 
