@@ -170,7 +170,8 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
         if it.etype.kind == LIVE:
             raise BadEvent(f"{it.etype.full} is live: it is delivered to followers, never stored or batched")
     label = log.name
-    _makedirs_synced(root.path, root.path, sync)
+    if not root.path.is_dir():
+        _makedirs_synced(root.path, Path("/"), sync)
     with locked(log.lock_path, timeout=lock_timeout, what=label):
         _makedirs_synced(log.path.parent, root.path, sync)
         created = not log.path.exists()

@@ -116,8 +116,11 @@ def check_log(log: Log) -> Iterator[Problem]:
             if log.is_audit:
                 expected = prev_hash if prev_hash is not None else (GENESIS_HASH if seq == 1 else None)
                 if expected is not None and ev["prevhash"] != expected:
-                    yield Problem(path, line_no, off, "audit chain broken: prevhash does not match the previous line "
-                                  "(this line or the one before it was changed, inserted or removed)")
+                    before = (f"line {line_no - 1}" if line_no > 1 else
+                              "the last line compaction dropped" if prev_hash is not None else "the start of the chain")
+                    yield Problem(path, line_no, off, f"audit chain broken here: prevhash is not the SHA-256 of {before} "
+                                  f"({before} was changed, or this line's prevhash was, or lines were inserted or "
+                                  "removed between them)")
             expect, prev_time, prev_hash = seq + 1, ev["time"], this_hash
         if view.torn_bytes:
             yield Problem(path, line_no + 1, view.end,

@@ -171,7 +171,7 @@ def append(
     if batch is None and items[0].etype.kind == "live":
         from .appender import live_event
         from . import live
-        raw = live_event(lg, items[0], deployment=deployment)
+        raw = live_event(lg, items[0], deployment=deployment).rstrip(b"\n")
         live.publish(root, log, raw)
         _print_appended([raw], fmt)
         return
@@ -367,6 +367,7 @@ def types(fmt: Optional[Format] = FormatOpt) -> None:
     from . import output
     from .protocol import catalogue
 
+    CTX.root.require()
     rows = [{"type": t.full, "kind": t.kind, "required": ["data." + r for r in t.required],
              "optional": ["data." + o for o in t.optional], "description": t.summary} for t in catalogue()]
     fmt = output.choose(fmt, Format.json)

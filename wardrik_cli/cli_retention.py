@@ -1,1 +1,324 @@
-"""Commands of this group are added by their issue; see cli.py."""
+"""Commands of the retention issue: ``compact`` and the ``audit`` group (record, page, tail).
+
+Thin shells over ``retention`` and ``audit``; the library is imported inside each command so
+that ``wardrik append`` does not pay for it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli import CTX, FormatOpt, SkipCorrupt, app, load_cursor, parse_json, read_arg_bytes, skip_corrupt_handler, warn
+from .errors import ExitCode
+from .output import Format
+
+# ---------------------------------------------------------------------------
+# compact
+# ---------------------------------------------------------------------------
+PROGRESS_MIN_BYTES = 64 << 20  # a sweep this big shows a progress bar on a terminal
+
+
+@app.command(rich_help_panel="Maintain")
+def compact(
+    retention: Optional[str] = typer.Option(None, "--retention", "-r", metavar="DURATION",
+                                            help="Keep events newer than this: 30s, 90m, 12h, 7d, 4w "
+                                                 "[default: retention in .wardrik/config.toml, else 30d]."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what would be dropped; change nothing."),
+    wait: bool = typer.Option(False, "--wait", help="If another compact is running on this root, wait for it "
+                                                    "instead of skipping."),
+    fmt: Optional[Format] = FormatOpt,
+) -> None:
+    """Drop each log's prefix of events older than the retention (the audit log too).
+
+    Made for cron: crash-safe (kill -9 leaves every log as it was or as it should be), safe
+    while appenders, followers and another compact run (a second compact skips, or waits
+    with --wait). Sequences go on after the highest ever written; readers whose position was
+    dropped get one events.dropped saying how many they missed. Torn tails are cut, their
+    bytes kept beside the log. Exit 1 when any log could not be swept (the others still are).
+
+    Examples:
+
+      0 * * * *  wardrik --root /var/lib/wardrik compact --retention 30d
+
+      wardrik compact --retention 7d --dry-run
+    """
+    from . import output
+    from .retention import resolve_retention, sweep
+
+    root = CTX.root
+    root.require()
+    text, _ = resolve_retention(root, retention)
+    fmt = output.choose(fmt, Format.json)
+    progress = _progress() if fmt == Format.pretty and sys.stderr.isatty() else None
+    try:
+        result = sweep(root, text, dry_run=dry_run, wait=wait, warn=warn,
+                       on_start=progress.start if progress else None,
+                       on_log=progress.advance if progress else None)
+    finally:
+        if progress:
+            progress.stop()
+    if result.skipped:
+        warn(result.skipped)
+    if fmt == Format.json:
+        output.write_json(result.to_json())
+    elif fmt == Format.jsonl:
+        import orjson
+        for r in result.logs:
+            output.write_line(orjson.dumps(r.to_json()))
+    else:
+        _print_sweep(result)
+    for r in result.logs:
+        for note in r.notes:
+            warn(f"{r.log}: {note}")
+    failed = result.failed
+    if failed:
+        output.flush()
+        for r in failed:
+            sys.stderr.write(f"error: {r.log}: not swept: {r.error}\n")
+        sys.stderr.write(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept; the others were\n")
+        raise typer.Exit(ExitCode.FAILURE)
+
+
+class _progress:
+    """A Rich progress bar on stderr, shown only when the sweep is big enough to wait for."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.task = None
+
+    def start(self, logs) -> None:
+        sizes = {}
+        for lg in logs:
+            try:
+                sizes[lg.name] = lg.path.stat().st_size
+            except OSError:
+                sizes[lg.name] = 0
+        self.sizes = sizes
+        total = sum(sizes.values())
+        if total < PROGRESS_MIN_BYTES:
+            return
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from .render import console
+        self.bar = Progress(TextColumn("compacting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                            TextColumn("{task.description}"), console=console(stderr=True), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("", total=total)
+
+    def advance(self, r) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=self.sizes.get(r.log, 0), description=r.log)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_sweep(result) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .render import console
+
+    c = console()
+    if result.skipped:
+        c.print(f"[yellow]skipped[/yellow]: {result.skipped}")
+        return
+    title = f"{'dry run: would drop' if result.dry_run else 'dropped'} events before {result.cutoff} " \
+            f"(retention {result.retention})"
+    table = Table(title=title, box=None, header_style="bold", pad_edge=False, title_justify="left")
+    for col, just in (("log", "left"), ("dropped", "right"), ("kept", "right"), ("bytes before", "right"),
+                      ("bytes after", "right"), ("", "left")):
+        table.add_column(col, justify=just)
+    for r in result.logs:
+        note = Text(f"error: {r.error}", style="red") if r.error else \
+            Text("times go backwards: prefix only", style="yellow") if r.notes else Text("")
+        table.add_row(r.log, f"{r.dropped:,}", f"{r.kept:,}", _size(r.bytes_before), _size(r.bytes_after), note)
+    before = sum(r.bytes_before for r in result.logs)
+    after = sum(r.bytes_after for r in result.logs)
+    table.add_row(Text("total", style="bold"), f"{result.dropped:,}", f"{result.kept:,}", _size(before),
+                  _size(after), Text(f"{len(result.logs)} log(s)", style="dim"), end_section=False)
+    c.print(table)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+# ---------------------------------------------------------------------------
+# audit
+# ---------------------------------------------------------------------------
+audit_app = typer.Typer(name="audit", help="The deployment's audit log: who changed what (tamper-evident).",
+                        no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(audit_app, name="audit", rich_help_panel="Write")
+
+
+@audit_app.command("record")
+def audit_record(
+    type_: str = typer.Argument(..., metavar="TYPE", help="agent.created, agent.configured, agent.forgotten, "
+                                                          "trigger.created or trigger.deleted."),
+    subject: str = typer.Argument(..., help="What changed, e.g. agents/acme/triage."),
+    data: Optional[str] = typer.Option(None, "--data", "-d", metavar="JSON|@FILE|-", help="The change's data, a JSON object."),
+    actor: Optional[str] = typer.Option(None, "--actor", metavar="PRINCIPAL", help="Who made the change (required)."),
+    assumed_by: Optional[list[str]] = typer.Option(None, "--assumed-by", metavar="PRINCIPAL",
+                                                   help="Who acted for the actor, first to last (repeat)."),
+    fmt: Optional[Format] = FormatOpt,
+) -> None:
+    """Record a change in the audit log, with its actor and who acted for them.
+
+    A principal is letters, digits and . _ : @ / + - (at most 200). Each event carries
+    prevhash, the SHA-256 of the line before it, so `wardrik check` finds an edited line.
+
+    Example:
+
+      wardrik audit record agent.forgotten agents/acme/triage --data '{"agent": {"id": "acme/triage"}}' \\
+        --actor user:alice@example.com --assumed-by role:ops
+    """
+    from .audit import make_record, record
+
+    payload = parse_json(read_arg_bytes(data, "--data"), "--data") if data is not None else {}
+    make_record(type_, subject, payload, actor, assumed_by or [])  # refuse before touching anything
+    root = CTX.root
+    line = record(root, type_, subject, payload, actor, assumed_by or [], CTX.deployment_arg, warn=warn)
+    from .cli import _print_appended
+    _print_appended([line.rstrip(b"\n")], fmt)
+
+
+@audit_app.command("page")
+def audit_page(
+    limit: int = typer.Option(100, "--limit", "-l", min=0, help="At most this many events (a dropped notice does not count)."),
+    after: Optional[str] = typer.Option(None, "--after", metavar="CURSOR", help="Read on after this cursor (key: audit)."),
+    cursor_file: Optional[Path] = typer.Option(None, "--cursor-file", metavar="FILE",
+                                               help="Start from the cursor in FILE (when it exists and no --after); save the next one there."),
+    types: Optional[str] = typer.Option(None, "--types", "-t", metavar="T,..", help="Only these types."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Events at or after TIME (RFC 3339 or a duration ago)."),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="Events before TIME."),
+    run: Optional[str] = typer.Option(None, "--run", metavar="RUN_ID", help="Only the events of this trace."),
+    skip_corrupt: bool = SkipCorrupt,
+    fmt: Optional[Format] = FormatOpt,
+) -> None:
+    """Print audit events oldest first, and the cursor to read on.
+
+    If retention dropped events before your position, an events.dropped comes first.
+
+    Example:
+
+      wardrik audit page --limit 50 --format json | jq -r .next
+    """
+    from . import output
+    from .reader import Filters, Reader, parse_types
+    from .timefmt import parse_time_arg
+
+    filters = Filters.build(parse_types(types), parse_time_arg(since) if since else None,
+                            parse_time_arg(until) if until else None, run)
+    start = load_cursor(after, cursor_file)
+    root = CTX.root.require()
+    from .ledger import Log
+    fmt = output.choose(fmt, Format.jsonl)
+    with Reader([Log.audit(root)], start, filters=filters, deployment=CTX.deployment(), limit=limit,
+                on_corrupt=skip_corrupt_handler(skip_corrupt)) as reader:
+        from .cursor import encode
+        if fmt == Format.json:
+            output.write_events_json((it.raw for it in reader), lambda: encode(reader.next))
+        elif fmt == Format.jsonl:
+            for it in reader:
+                output.write_line(it.raw)
+        else:
+            from . import render
+            render.print_page(iter(reader), lambda: encode(reader.next))
+        output.flush()
+        if cursor_file is not None:
+            from .cursor import write_file
+            write_file(cursor_file, reader.next)
+
+
+@audit_app.command("tail")
+def audit_tail(
+    n: int = typer.Option(10, "-n", "--lines", min=0, help="The last N events [default: 10]."),
+    follow: bool = typer.Option(False, "-f", "--follow", help="Then print every event as it is recorded."),
+    after: Optional[str] = typer.Option(None, "--after", metavar="CURSOR", help="Every event after this cursor instead."),
+    cursor_file: Optional[Path] = typer.Option(None, "--cursor-file", metavar="FILE",
+                                               help="Start from the cursor in FILE when it exists; save it after each event."),
+    types: Optional[str] = typer.Option(None, "--types", "-t", metavar="T,..", help="Only these types."),
+    skip_corrupt: bool = SkipCorrupt,
+    fmt: Optional[Format] = FormatOpt,
+) -> None:
+    """Print the last audit events (or every one after a cursor); with -f, keep following.
+
+    Example:
+
+      wardrik audit tail -n 20
+    """
+    root = CTX.root
+    follow_mod = _follow_module()
+    if follow_mod is not None:
+        from .ledger import Log
+        from .reader import Filters, parse_types
+        filters = Filters.build(parse_types(types))
+        start = load_cursor(after, cursor_file)
+        root.require()
+        follow_mod.run_tail(root, lambda: [Log.audit(root)], after=start, n=n, follow=follow, filters=filters,
+                            deployment=CTX.deployment(), on_corrupt=skip_corrupt_handler(skip_corrupt), fmt=fmt,
+                            cursor_file=cursor_file)
+        return
+    if follow:
+        from .errors import BadInput
+        raise BadInput("audit tail -f needs the follow module, which this build does not have yet")
+    _audit_tail_once(root, n, after, cursor_file, types, skip_corrupt, fmt)
+
+
+def _follow_module():
+    """The follow issue's reusable tail, when this build has it."""
+    try:
+        from . import cli_follow
+    except ImportError:
+        return None
+    return cli_follow if hasattr(cli_follow, "run_tail") else None
+
+
+def _audit_tail_once(root, n: int, after, cursor_file, types, skip_corrupt: bool, fmt) -> None:
+    from . import output
+    from .cursor import write_file
+    from .ledger import Log
+    from .reader import Filters, Reader, parse_types
+
+    filters = Filters.build(parse_types(types))
+    root.require()
+    log = Log.audit(root)
+    start = load_cursor(after, cursor_file)
+    if start is None:
+        with log.open() as view:
+            last, first = view.last_seq(), view.first_seq()
+        # The last n: start n before the end, never before the first kept event (no notice).
+        start = {log.name: max(last - n, first - 1, 0)}
+        limit = None
+    else:
+        limit = None
+    fmt = output.choose(fmt, Format.jsonl)
+    with Reader([log], start, filters=filters, deployment=CTX.deployment(), limit=limit,
+                on_corrupt=skip_corrupt_handler(skip_corrupt)) as reader:
+        items = list(reader) if fmt == Format.pretty else None
+        if fmt == Format.pretty:
+            from . import render
+            from .cursor import encode
+            render.print_page(iter(items), lambda: encode(reader.next))
+        else:
+            for it in reader:
+                if fmt == Format.json:
+                    import orjson
+                    output.write_line(orjson.dumps(it.event))
+                else:
+                    output.write_line(it.raw)
+                if cursor_file is not None:
+                    output.flush()
+                    write_file(cursor_file, reader.next)
+        output.flush()
+        if cursor_file is not None:
+            write_file(cursor_file, reader.next)

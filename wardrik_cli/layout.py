@@ -143,7 +143,12 @@ class Root:
         return Config(deployment=dep, retention=ret)
 
     def deployment(self, given: str | None = None) -> str:
-        name = given or os.environ.get("WARDRIK_DEPLOYMENT") or self.config().deployment or DEFAULT_DEPLOYMENT
+        if given is not None:
+            name = given
+        elif os.environ.get("WARDRIK_DEPLOYMENT") is not None:
+            name = os.environ["WARDRIK_DEPLOYMENT"]
+        else:
+            name = self.config().deployment or DEFAULT_DEPLOYMENT
         return validate_deployment(name)
 
     # -- listing -----------------------------------------------------------

@@ -33,19 +33,52 @@ AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in
 def decode_event(raw: bytes) -> dict[str, Any]:
     """A stored line as an event dict; ValueError saying why when it is not one."""
     try:
-        event = orjson.loads(raw)
+        event = _loads(raw)
     except orjson.JSONDecodeError:
         if b"\x00" in raw:
             raise ValueError("line holds NUL bytes, not JSON") from None
         raise ValueError("not valid JSON") from None
-    if not isinstance(event, dict):
-        raise ValueError("not a JSON object")
-    seq = event.get("sequence")
-    if not isinstance(seq, str) or not _SEQ_RE.fullmatch(seq):
-        raise ValueError("no 12-digit sequence")
-    if not isinstance(event.get("type"), str) or not isinstance(event.get("time"), str):
-        raise ValueError("no type or time")
+    try:
+        seq = event["sequence"]
+        ok = len(seq) == 12 and seq.isascii() and seq.isdigit() and type(event["type"]) is str \
+            and type(event["time"]) is str
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+        raise ValueError("not an event: needs a 12-digit sequence, a type and a time")
     return event
+
+
+_loads = orjson.loads
+HEAD = b'{"specversion":"1.0","id":"'
+_TYPE_KEY = b'","type":"'  # right after the 36-character id, at offset 63
+
+
+def peek(raw: bytes) -> Optional[tuple[bytes, bytes, bytes]]:
+    """(type, sequence, time) of a line in this tool's own shape, found by looking at bytes.
+
+    Lines this tool writes have a fixed key order (specversion, id, type, source, subject,
+    time, sequence, ...), and a quote inside a JSON string is always escaped, so the first
+    ``"time":"`` after the type is the event's own. Returns None for any line not in that
+    exact shape; such a line must be decoded and judged in full. A line in the shape is not
+    proven valid JSON inside its data: readers use this only for lines they skip (filtered
+    out), and ``wardrik check`` parses every line.
+    """
+    if raw[63:73] != _TYPE_KEY or not raw.startswith(HEAD) or raw[-2:] != b"}}" or raw.count(b'"specversion"') != 1:
+        return None
+    j = raw.find(b'"', 73)
+    k = raw.find(b'","time":"', j)
+    if j < 0 or k < 0:
+        return None
+    t = raw[k + 10:k + 37]
+    if raw[k + 37:k + 51] != b'","sequence":"':
+        return None
+    seq = raw[k + 51:k + 63]
+    if raw[k + 63:k + 64] != b'"' or not seq.isdigit():
+        return None
+    return raw[73:j], seq, t
 
 
 @dataclass
@@ -121,6 +154,7 @@ class LogView:
             st = os.fstat(fd)
             self.ino = st.st_ino
             self.end, self.size = lines.complete_end(fd, st.st_size)
+        self.lenient = False
         self._first: Optional[tuple[int, dict]] = None
         self._last: Optional[tuple[int, dict]] = None
 
@@ -154,16 +188,30 @@ class LogView:
     # ends --------------------------------------------------------------------
     def first(self) -> Optional[tuple[int, dict]]:
         if self._first is None and self.fd is not None:
-            item = lines.first_line(self.fd, self.end)
-            if item is not None:
-                self._first = (item[0], self.decode(*item))
+            if not self.lenient:
+                item = lines.first_line(self.fd, self.end)
+                if item is not None:
+                    self._first = (item[0], self.decode(*item))
+            else:
+                for off, raw in self.iter_raw(0):
+                    try:
+                        self._first = (off, decode_event(raw))
+                        break
+                    except ValueError:
+                        continue
         return self._first
 
     def last(self) -> Optional[tuple[int, dict]]:
+        """The last complete event. A corrupt last line is an error, unless this view is
+        lenient (the reader was asked to skip corrupt lines): then the last good one."""
         if self._last is None and self.fd is not None:
-            item = lines.last_line(self.fd, self.end)
-            if item is not None:
-                self._last = (item[0], self.decode(*item))
+            for off, raw in lines.iter_lines_backward(self.fd, self.end):
+                try:
+                    self._last = (off, decode_event(raw))
+                    break
+                except ValueError as e:
+                    if not self.lenient:
+                        raise self.corrupt(off, f"corrupt line ({e})") from None
         return self._last
 
     def watermark(self) -> Optional[Watermark]:

@@ -43,6 +43,25 @@ def iter_lines(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[t
         pending, pending_at = last, off
 
 
+def iter_blocks(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``."""
+    pos = start
+    carry = b""
+    while True:
+        want = CHUNK if end is None else min(CHUNK, end - pos)
+        if want <= 0:
+            break
+        chunk = os.pread(fd, want, pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield pos - len(data), data[:cut]
+        carry = data[cut:]
+
+
 def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
     """Complete lines ending at or before ``end`` (which must be 0 or just past a ``\\n``), last first."""
     pos = end

@@ -24,7 +24,8 @@ from .cursor import Cursor
 from .errors import BadCursor, BadInput, CorruptLedger, NoSuchLog
 from .events import agent_source, audit_source, dumps_line, trace_id_of
 from .layout import Root, has_wildcards
-from .ledger import Log, LogView
+from . import lines
+from .ledger import HEAD, Log, LogView, decode_event, peek
 from .protocol import DROPPED, PREFIX, lookup
 from .timefmt import now
 
@@ -145,6 +146,7 @@ class Reader:
         self.views: dict[str, LogView] = {}
         for log in logs:
             view = log.open()
+            view.lenient = on_corrupt is not None
             self.views[log.name] = view
             pos = self.after.get(log.name, 0)
             check_position(view, pos)
@@ -176,37 +178,165 @@ class Reader:
                 self.positions[log.name] = first - 1
                 yield Item(log.name, dumps_line(ev)[:-1], ev, None)
 
-    def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Item]]:
+    def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Optional[Item]]]:
+        """(time, log id, sequence, item) in sequence order; item is None for a line that a
+        type filter rejects on sight (it still moves the cursor)."""
         view = self.views[log.name]
         pos = self.positions[log.name]
+        name = log.name
         start = view.offset_after_seq(pos)
         if self.filters.since is not None:
             start = max(start, view.offset_at_time(self.filters.since))
         until = self.filters.until
-        for _off, raw, ev in view.events(start, on_corrupt=self.on_corrupt):
+        wanted = self._wanted_types
+        on_corrupt = self.on_corrupt
+        for off, raw in view.iter_raw(start):
+            if wanted is not None:
+                p = peek(raw)
+                if p is not None and p[0] not in wanted:
+                    seq = int(p[1])
+                    t = p[2].decode()
+                    if seq <= pos:
+                        continue
+                    if until is not None and t >= until:
+                        return
+                    yield t, name, seq, None
+                    continue
+            try:
+                ev = decode_event(raw)
+            except ValueError as e:
+                err = view.corrupt(off, f"corrupt line ({e})")
+                if on_corrupt is None:
+                    raise err from None
+                on_corrupt(err)
+                continue
             seq = int(ev["sequence"])
             if seq <= pos:
                 continue  # a bisection that fell back to the start
             if until is not None and ev["time"] >= until:
                 return
-            yield ev["time"], log.name, seq, Item(log.name, raw, ev, seq)
+            yield ev["time"], name, seq, Item(name, raw, ev, seq)
+
+    def _stream_by_type(self, log: Log) -> Iterator[tuple[str, str, int, Optional[Item]]]:
+        """The same stream for one log under a type filter, a block at a time.
+
+        When every line of a block has this tool's shape (checked with a few whole-block
+        byte counts, see ``ledger.peek``), only the lines whose type is wanted are found
+        (by searching the block for their type) and decoded; the block's last sequence moves
+        the position past the rest. Any block that is not all in shape, or that reaches
+        ``until``, goes line by line through ``_stream``'s rules.
+        """
+        view = self.views[log.name]
+        name = log.name
+        pos = self.positions[log.name]
+        start = view.offset_after_seq(pos)
+        if self.filters.since is not None:
+            start = max(start, view.offset_at_time(self.filters.since))
+        until = self.filters.until
+        markers = [b'","type":"' + t + b'"' for t in self._wanted_types]
+        for block_off, block in lines.iter_blocks(view.fd, start, view.end) if view.fd is not None else ():
+            n_lines = block.count(b"\n")
+            last_start = block.rfind(b"\n", 0, len(block) - 1) + 1
+            last = peek(block[last_start:-1])
+            in_shape = (
+                last is not None
+                and block.startswith(HEAD)
+                and block.count(b'}}\n{"specversion":"1.0","id":"') == n_lines - 1
+                and block.count(b'"specversion"') == n_lines
+                and (until is None or last[2].decode() < until)
+            )
+            if not in_shape:
+                for item in self._lines_of(view, name, block_off, block, pos, until):
+                    if item is _UNTIL:
+                        return
+                    pos = max(pos, item[2])
+                    yield item
+                continue
+            hits = sorted({i for m in markers for i in _find_all(block, m)})
+            for i in hits:
+                line_start = block.rfind(b"\n", 0, i) + 1
+                if i - line_start != 36 + len(HEAD):
+                    continue  # "type" inside data, not the event's own
+                line_end = block.index(b"\n", i)
+                raw = block[line_start:line_end]
+                for item in self._lines_of(view, name, block_off + line_start, raw + b"\n", pos, until):
+                    if item is _UNTIL:
+                        return
+                    pos = max(pos, item[2])
+                    yield item
+            last_seq = int(last[1])
+            if last_seq > pos:
+                pos = last_seq
+                yield last[2].decode(), name, last_seq, None
+
+    def _lines_of(self, view: LogView, name: str, base: int, block: bytes, pos: int, until: Optional[str]):
+        """Decode every line of a block with the full rules (corrupt lines, positions, until)."""
+        wanted = self._wanted_types
+        off = base
+        for raw in block.split(b"\n")[:-1]:
+            here = off
+            off += len(raw) + 1
+            p = peek(raw) if wanted is not None else None
+            if p is not None and p[0] not in wanted:
+                seq, t = int(p[1]), p[2].decode()
+                if seq <= pos:
+                    continue
+                if until is not None and t >= until:
+                    yield _UNTIL
+                    return
+                yield t, name, seq, None
+                continue
+            try:
+                ev = decode_event(raw)
+            except ValueError as e:
+                err = view.corrupt(here, f"corrupt line ({e})")
+                if self.on_corrupt is None:
+                    raise err from None
+                self.on_corrupt(err)
+                continue
+            seq = int(ev["sequence"])
+            if seq <= pos:
+                continue
+            if until is not None and ev["time"] >= until:
+                yield _UNTIL
+                return
+            yield ev["time"], name, seq, Item(name, raw, ev, seq)
+
+    @property
+    def _wanted_types(self) -> Optional[frozenset[bytes]]:
+        t = self.filters.types
+        return None if t is None else frozenset(x.encode() for x in t)
 
     def __iter__(self) -> Iterator[Item]:
         yield from self.notices()
         if self.limit is not None and self.limit <= 0:
             return
-        streams = [self._stream(log) for log in self.logs]
+        if len(self.logs) == 1 and self.filters.types is not None and self.filters.run is None:
+            streams = [self._stream_by_type(self.logs[0])]
+        else:
+            streams = [self._stream(log) for log in self.logs]
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda x: x[:3])
         delivered = 0
         accepts = self.filters.accepts
         positions = self.positions
+        limit = self.limit
         for _t, name, seq, item in merged:
             positions[name] = seq
-            if accepts(item.event):
+            if item is not None and accepts(item.event):
                 yield item
                 delivered += 1
-                if self.limit is not None and delivered >= self.limit:
+                if limit is not None and delivered >= limit:
                     return
+
+
+_UNTIL = object()  # sentinel: a stream reached --until
+
+
+def _find_all(block: bytes, marker: bytes) -> Iterator[int]:
+    i = block.find(marker)
+    while i >= 0:
+        yield i
+        i = block.find(marker, i + 1)
 
 
 def resolve_logs(root: Root, patterns: list[str]) -> list[Log]:

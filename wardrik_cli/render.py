@@ -109,3 +109,33 @@ def print_check(problems: list[Any], logs_checked: int) -> None:
     warns = len(problems) - errors
     verdict = "[bold green]ok[/bold green]" if not errors else f"[bold red]{errors} error(s)[/bold red]"
     c.print(f"{verdict}: {logs_checked} log(s) checked" + (f", {warns} warning(s)" if warns else ""))
+
+
+class FollowPrinter:
+    """``tail`` in a terminal: one coloured line per event, cut to the terminal width.
+
+    Kept events show their sequence; live ones (deltas, progress) show ``~`` and are dim,
+    so a streaming answer reads as it arrives; ``events.dropped`` stands out in red.
+    """
+
+    def __init__(self) -> None:
+        self.c = console()
+
+    def __call__(self, item: Any) -> None:
+        from rich.text import Text
+
+        ev = item.event
+        seq = ev.get("sequence")
+        live = not seq and ev.get("type") != "wardrik.events.dropped"
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(short_time(ev.get("time", ""))[11:], style="dim")
+        line.append(" ")
+        line.append(str(item.log), style="bold" if not live else "dim")
+        line.append(f" {int(seq)}" if seq else " ~", style="dim")
+        line.append(" ")
+        line.append(short_name(str(ev.get("type", ""))), style="dim " + event_style(ev) if live else event_style(ev))
+        summary = summarize(ev)
+        if summary:
+            line.append("  " + summary, style="dim" if live else "")
+        self.c.print(line, soft_wrap=False, crop=True)
+        self.c.file.flush()

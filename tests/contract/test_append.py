@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from contract_util import (HEX32, KEPT, SEQ, TIME, TRACEPARENT, UUID7, append, assert_refused,
+from contract_util import (HEX32, KEPT, TIME, TRACEPARENT, UUID7, append, assert_refused,
                            files_containing, jsonl, log_path, ok, run, seqs, snapshot)
 
 
@@ -62,6 +61,32 @@ def test_sequences_times_and_ids(root):
     assert [e["id"] for e in evs] == sorted(e["id"] for e in evs)  # UUIDv7 are time ordered
 
 
+def test_time_never_earlier_than_previous_event(root):
+    append(root, "a", "run.started", {})
+    f = log_path(root, "a")
+    ev = json.loads(f.read_bytes())
+    ev["time"] = "2099-01-01T00:00:00.123456Z"
+    f.write_bytes(json.dumps(ev, separators=(",", ":")).encode() + b"\n")
+    nxt = append(root, "a", "run.completed", {})
+    assert nxt["time"] == "2099-01-01T00:00:00.123456Z"
+    assert nxt["sequence"] == "000000000002"
+
+
+def test_sequence_follows_highest_after_prefix_dropped(root):
+    for _ in range(5):
+        append(root, "a", "run.completed", {})
+    f = log_path(root, "a")
+    f.write_bytes(b"".join(f.read_bytes().splitlines(keepends=True)[2:]))
+    assert append(root, "a", "run.completed", {})["sequence"] == "000000000006"
+
+
+def test_type_and_batch_together_refused(root):
+    p = run("append", "a", "run.started", "--batch", "-", root=root, input=b'{"type": "run.started", "data": {}}\n')
+    assert p.returncode == 2
+    assert b"Traceback" not in p.stderr
+    assert not log_path(root, "a").exists()
+
+
 def test_sequences_are_per_log(root):
     append(root, "a", "run.started")
     append(root, "a", "run.completed")
@@ -92,7 +117,7 @@ def test_data_from_file(root, tmp_path):
 
 
 def test_data_from_stdin(root):
-    p = ok(run("append", "a", "trigger.fired", "--data", "-", root=root, input='{"trigger": {"name": "t"}}'))
+    p = ok(run("append", "a", "trigger.fired", "--data", "-", root=root, input='{"trigger": {"name": "t"}}\n'))
     assert jsonl(p.stdout)[0]["data"] == {"trigger": {"name": "t"}}
 
 
@@ -110,6 +135,7 @@ def test_no_sync_still_appends(root):
 def test_every_kept_type_with_its_required_fields(root, type_):
     ev = append(root, "a", type_, KEPT[type_])
     assert ev["type"] == "wardrik." + type_
+    assert TRACEPARENT.match(ev["traceparent"]), ev["traceparent"]
     assert ev["sequence"] == "000000000001"
 
 
@@ -349,3 +375,20 @@ def test_append_refuses_after_corrupt_line(root, where):
     assert_refused(p, 1)
     assert f.read_bytes() == raw
     assert p.stdout == b""
+
+
+def test_whole_event_without_newline_is_a_torn_tail(root):
+    append(root, "a", "run.started", {})
+    second = append(root, "a", "run.completed", {})
+    f = log_path(root, "a")
+    raw = f.read_bytes()
+    f.write_bytes(raw[:-1])  # the last event lost its "\n": it is a torn tail
+    torn = raw.splitlines(keepends=True)[1][:-1]
+    assert ok(run("page", "a", "--format", "jsonl", root=root)).stdout == raw.splitlines(keepends=True)[0]
+    ok(run("check", root=root))
+    p = ok(run("append", "a", "run.completed", "--data", "{}", root=root))
+    assert p.stderr.strip()
+    now = jsonl(f.read_bytes())
+    assert [e["sequence"] for e in now] == ["000000000001", "000000000002"]
+    assert now[1]["id"] != second["id"]
+    assert files_containing(root, torn, exclude=f)

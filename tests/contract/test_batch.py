@@ -135,3 +135,36 @@ def test_every_kept_type_in_a_batch(root, type_):
     ev = jsonl(ok(run("append", "a", "--batch", "-", input=body([{"type": type_, "data": KEPT[type_]}]),
                       root=root)).stdout)[0]
     assert ev["type"] == "wardrik." + type_
+
+
+def test_failed_write_keeps_whole_events_and_says_how_many(root):
+    import resource
+    import subprocess
+    from contract_util import WARDRIK
+    append(root, "a", "run.started", {})
+    f = log_path(root, "a")
+    size = f.stat().st_size
+    line = size  # one event is about this long
+    limit = size + line + line // 2  # room for one more whole event and half of the next
+
+    def lim():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    items = [{"type": "message.received", "data": {"message": {"id": f"m{i}"}}} for i in range(3)]
+    p = subprocess.run([WARDRIK, "--root", str(root), "append", "a", "--batch", "-"], input=body(items),
+                       capture_output=True, preexec_fn=lim, timeout=60)
+    assert p.returncode == 1, p
+    err = p.stderr.decode()
+    assert "Traceback" not in err
+    [error] = [l for l in err.splitlines() if l.startswith("error:")]
+    raw = f.read_bytes()
+    whole = raw[: raw.rfind(b"\n") + 1]
+    written = len(whole.splitlines()) - 1
+    assert 0 < written < 3
+    assert str(written) in error
+    assert seqs(jsonl(whole)) == list(range(1, written + 2))
+    for printed in p.stdout.splitlines(keepends=True):
+        assert printed in whole.splitlines(keepends=True)  # printed means durable
+    more = ok(run("append", "a", "run.completed", "--data", "{}", root=root))
+    assert seqs(jsonl(f.read_bytes())) == list(range(1, written + 3))
+    assert f.read_bytes() == whole + more.stdout

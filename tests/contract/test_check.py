@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from contract_util import (append, assert_refused, fill, log_path, ok, run, snapshot)
+from contract_util import assert_refused, fill, log_path, ok, run, snapshot
 
 # `file:line: byte offset: what` -- the offset may be written as a bare number or as "byte N".
 PROBLEM = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?:byte (?:offset )?)?(?P<offset>\d+): (?P<what>.+)$")
@@ -130,3 +130,29 @@ def test_check_missing_root(tmp_path):
     missing = tmp_path / "nope"
     assert_refused(run("check", root=missing), None)
     assert not missing.exists()
+
+
+INVALID_EVENTS = {
+    "sequence-not-12-digits": lambda e: e.update(sequence="2"),
+    "time-without-microseconds": lambda e: e.update(time="2026-01-01T00:00:00Z"),
+    "id-not-uuid": lambda e: e.update(id="not-a-uuid"),
+    "specversion": lambda e: e.update(specversion="0.3"),
+    "unknown-type": lambda e: e.update(type="wardrik.nope"),
+    "live-type-stored": lambda e: e.update(type="wardrik.message.delta"),
+    "data-not-object": lambda e: e.update(data=[1]),
+    "no-source": lambda e: e.pop("source"),
+    "missing-required-field": lambda e: e.update(type="wardrik.run.failed", data={}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVALID_EVENTS))
+def test_line_not_a_valid_event_exits_1(root, logs, name):
+    def mutate(ls):
+        e = json.loads(ls[1])
+        INVALID_EVENTS[name](e)
+        return [ls[0], json.dumps(e, separators=(",", ":")).encode() + b"\n"] + ls[2:]
+    lines = rewrite(root, "a/x", mutate)
+    p = run("check", root=root)
+    assert p.returncode == 1
+    ms = problems(p.stdout)
+    assert any(int(m["line"]) == 2 and int(m["offset"]) == len(lines[0]) for m in ms), p.stdout

@@ -4,10 +4,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from contract_util import WARDRIK, jsonl, log_path, ok, run, seqs
-
-import subprocess
-import os
+from contract_util import jsonl, log_path, run, seqs
 
 
 def worker(root, w: int, n: int) -> list[bytes]:

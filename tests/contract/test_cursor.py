@@ -5,7 +5,7 @@ import base64
 
 import pytest
 
-from contract_util import (assert_refused, b64, decode_cursor, encode_cursor, fill, jsonl, ok,
+from contract_util import (assert_refused, b64, decode_cursor, encode_cursor, fill, ok,
                            page_json, run, seqs, snapshot)
 
 EXAMPLE = "eyJhY21lL3RyaWFnZSI6NDN9"

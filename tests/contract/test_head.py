@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract_util import (append, assert_refused, decode_cursor, encode_cursor, fill, jsonl,
+from contract_util import (append, assert_refused, decode_cursor, encode_cursor, fill,
                            log_path, ok, page_json, run, snapshot)
 
 
@@ -77,3 +77,10 @@ def test_head_missing_root(tmp_path):
     missing = tmp_path / "nope"
     assert_refused(run("head", "*", root=missing), None)
     assert not missing.exists()
+
+
+def test_keys_sorted_by_code_point(root):
+    for log in ["a0", "a/x", "a.c", "a-b", "A", "a_z"]:
+        fill(root, log, 1)
+    cur = head(root, "*")
+    assert cur == encode_cursor({"A": 1, "a-b": 1, "a.c": 1, "a/x": 1, "a0": 1, "a_z": 1})

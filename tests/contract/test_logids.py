@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract_util import append, assert_refused, fill, log_path, ok, page_json, run, snapshot
+from contract_util import append, assert_refused, fill, log_path, page_json, run, snapshot
 
 BAD_IDS = {
     "dotdot": "../x",
@@ -93,3 +93,11 @@ def test_valid_log_ids(root, log):
     assert ev["subject"] == f"agents/{log}"
     assert log_path(root, log).is_file()
     assert [e["id"] for e in page_json(root, log)["events"]] == [ev["id"]]
+
+
+def test_log_beside_folder_of_same_name(root):
+    a = append(root, "a", "run.started", {})
+    ax = append(root, "a/x", "run.started", {})
+    assert page_json(root, "a")["events"] == [a]
+    assert page_json(root, "a/x")["events"] == [ax]
+    assert [e["id"] for e in page_json(root, "*")["events"]] == [a["id"], ax["id"]]

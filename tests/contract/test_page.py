@@ -163,6 +163,12 @@ def test_since_with_offset(root, mixed):
     assert page_json(root, "r", "--since", local)["events"] == mixed[3:]
 
 
+def test_since_until_whole_seconds(root, mixed):
+    assert page_json(root, "r", "--since", "2000-01-01T00:00:00Z")["events"] == mixed
+    assert page_json(root, "r", "--since", "2999-01-01T00:00:00Z")["events"] == []
+    assert page_json(root, "r", "--until", "2999-01-01T00:00:00")["events"] == mixed
+
+
 @pytest.mark.parametrize("ago", ["15m", "2h", "3d"])
 def test_durations(root, mixed, ago):
     assert page_json(root, "r", "--since", ago)["events"] == mixed
@@ -203,6 +209,16 @@ def test_after_wins_over_cursor_file(root, three, tmp_path):
     doc = page_json(root, "a/x", "--after", encode_cursor({"a/x": 1}), "--cursor-file", cf)
     assert seqs(doc["events"]) == [2, 3]
     assert decode_cursor(cf.read_text().strip()) == {"a/x": 3}
+
+
+def test_cursor_file_untouched_when_reading_fails(root, three, tmp_path):
+    corrupt(root, "a/x", "middle")
+    cf = tmp_path / "cursor"
+    assert run("page", "a/x", "--cursor-file", cf, root=root).returncode == 1
+    assert not cf.exists()
+    cf.write_text(encode_cursor({"a/x": 1}))
+    assert run("page", "a/x", "--cursor-file", cf, root=root).returncode == 1
+    assert cf.read_text() == encode_cursor({"a/x": 1})
 
 
 def test_bad_cursor_file_refused(root, three, tmp_path):
@@ -309,11 +325,13 @@ def test_corrupt_line_stops_reader(root, three, where):
     assert str(line) in err and str(offset) in err
 
 
-def test_skip_corrupt_warns_and_goes_on(root, three):
-    corrupt(root, "a/x", "middle")
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_skip_corrupt_warns_and_goes_on(root, three, where):
+    corrupt(root, "a/x", where)
     p = ok(run("page", "a/x", "--skip-corrupt", "--format", "json", root=root))
     assert seqs(json.loads(p.stdout)["events"]) == [1, 2, 3]
     assert p.stderr.strip()
+    assert not any(l.startswith("error:") for l in p.stderr.decode().splitlines())
 
 
 def test_readers_never_write(root, three, tmp_path):
@@ -341,3 +359,33 @@ def test_missing_root_is_an_error(tmp_path):
     p = run("page", "*", root=missing)
     assert_refused(p, None)
     assert not missing.exists()
+
+
+def set_times(root, log, times):
+    f = log_path(root, log)
+    evs = [json.loads(l) for l in f.read_bytes().splitlines()]
+    for e, t in zip(evs, times):
+        e["time"] = t
+    f.write_bytes(b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in evs))
+    return evs
+
+
+def test_interleaved_by_time_not_by_writing_order(root):
+    fill(root, "first", 2)
+    fill(root, "second", 2)
+    set_times(root, "first", ["2026-01-01T00:00:02.000000Z", "2026-01-01T00:00:04.000000Z"])
+    set_times(root, "second", ["2026-01-01T00:00:01.000000Z", "2026-01-01T00:00:03.000000Z"])
+    got = [(log_of(e), int(e["sequence"])) for e in page_json(root, "*")["events"]]
+    assert got == [("second", 1), ("first", 1), ("second", 2), ("first", 2)]
+
+
+def test_equal_times_ordered_by_log_id(root):
+    fill(root, "zeta", 2)
+    fill(root, "alpha", 1)
+    fill(root, "mid/x", 1)
+    t = "2026-01-01T00:00:00.000000Z"
+    set_times(root, "zeta", [t, t])
+    set_times(root, "alpha", [t])
+    set_times(root, "mid/x", [t])
+    got = [(log_of(e), int(e["sequence"])) for e in page_json(root, "*")["events"]]
+    assert got == [("alpha", 1), ("mid/x", 1), ("zeta", 1), ("zeta", 2)]

@@ -1,11 +1,10 @@
 """Root and deployment selection; formats; errors are one `error:` line."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from contract_util import (append, assert_refused, jsonl, log_path, ok, run)
+from contract_util import assert_refused, jsonl, log_path, ok, run
 
 
 def test_root_option_creates_missing_root_on_append(tmp_path):

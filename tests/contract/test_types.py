@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from contract_util import AUDIT, KEPT, LIVE, REQUIRED, ok, run
+from contract_util import AUDIT, KEPT, LIVE, REQUIRED, assert_refused, ok, run
 
 
 def entries(doc) -> dict[str, str]:
@@ -64,7 +64,14 @@ def test_default_format_off_terminal_is_json(tmp_path):
 
 
 def test_pretty(tmp_path):
-    p = ok(run("types", "--format", "pretty", cwd=tmp_path))
+    p = ok(run("types", "--format", "pretty", cwd=tmp_path, env={"COLUMNS": "250"}))
     text = p.stdout.decode()
     for t in ("run.started", "tool_call.started", "message.delta"):
         assert t in text
+
+
+def test_missing_root_is_an_error(tmp_path):
+    # "A root that does not exist is an error for every command but `append` and `audit record`."
+    missing = tmp_path / "nope"
+    assert_refused(run("types", root=missing), None)
+    assert not missing.exists()

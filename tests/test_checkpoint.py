@@ -1,0 +1,183 @@
+"""Checkpoints: used when they match the log, discarded (never trusted) when they do not."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from foldhelp import compact, run_events, write
+from procio import run_with_io
+from conftest import WARDRIK
+from wardrik_cli.folding import Target, fold
+from wardrik_cli.layout import Root
+from wardrik_cli.ledger import Log
+from wardrik_cli.views import ActivityView, StateView, TimelineView
+
+
+def ck_path(root, log="acme/t", view="state"):
+    return root / ".wardrik" / "checkpoints" / (log + "@" + view + ".json")
+
+
+def fold_lib(root, view=None, use=True, log="acme/t"):
+    v = view or StateView()
+    lg = Log.agent(Root(root), log)
+    return fold(Target(log, lg, True), v, v.name, use_checkpoints=use, save_checkpoints=use)
+
+
+def full(root, view=None, log="acme/t"):
+    return fold_lib(root, view, use=False, log=log)
+
+
+def test_second_fold_reads_only_the_suffix(root, cli):
+    write(root, "acme/t", run_events(3) * 400)  # ~5000 events
+    size = os.path.getsize(root / "acme" / "t.jsonl")
+    p1, io1 = run_with_io([WARDRIK, "--root", str(root), "fold", "acme/t"])
+    assert p1.returncode == 0 and io1["rchar"] > size
+    assert ck_path(root).exists()
+    p2, io2 = run_with_io([WARDRIK, "--root", str(root), "fold", "acme/t"])
+    assert p2.stdout == p1.stdout
+    # a few small reads (first line, the line at the checkpoint), never the log again
+    assert io2["rchar"] - io1["rchar"] < -size * 0.9
+
+
+def test_checkpoint_resumes_after_append(root):
+    write(root, "acme/t", run_events(2))
+    r1 = fold_lib(root)
+    assert r1.saved and r1.from_checkpoint is None
+    write(root, "acme/t", [("run.started", {"task": "again"})], first_seq=r1.through + 1, mode="ab")
+    r2 = fold_lib(root)
+    assert r2.from_checkpoint == r1.through and r2.events_read == 1
+    assert r2.state == full(root).state and r2.state["task"] == "again"
+
+
+def test_corrupt_checkpoint_is_discarded(root, cli):
+    write(root, "acme/t", run_events(2))
+    good = cli("fold", "acme/t").stdout
+    for junk in (b"", b"{not json", b'{"checkpoint":1}', b"\x00" * 100, b'[1,2,3]'):
+        ck_path(root).write_bytes(junk)
+        p = cli("fold", "acme/t")
+        assert p.returncode == 0 and p.stdout == good and p.stderr == b""
+    # rewritten by the fold that discarded it
+    assert orjson.loads(ck_path(root).read_bytes())["view"] == "state"
+
+
+def test_checkpoint_with_a_lying_state_or_other_version_is_not_trusted(root, cli):
+    write(root, "acme/t", run_events(2))
+    good = cli("fold", "acme/t").stdout
+    doc = orjson.loads(ck_path(root).read_bytes())
+    # another version of the view's code: its state must not be used, even a plausible one
+    doc["version"] = "state/0"
+    doc["state"]["tool_calls"] = 999
+    ck_path(root).write_bytes(orjson.dumps(doc))
+    assert cli("fold", "acme/t").stdout == good
+    # the right version but for an event id the log does not hold (a rewrite)
+    doc = orjson.loads(ck_path(root).read_bytes())
+    doc["id"] = "01900000-0000-7000-8000-000000000000"
+    doc["state"]["tool_calls"] = 999
+    ck_path(root).write_bytes(orjson.dumps(doc))
+    assert cli("fold", "acme/t").stdout == good
+
+
+def test_log_truncated_after_its_checkpoint(root, cli):
+    lines = write(root, "acme/t", run_events(3))
+    cli("fold", "acme/t", check=True)
+    (root / "acme" / "t.jsonl").write_bytes(b"".join(lines[:5]))
+    out = orjson.loads(cli("fold", "acme/t").stdout)
+    assert out["through"] == 5 and out["state"]["tool_calls"] == 0 and out["state"]["turns"] == 1
+    # truncated then appended again past the old checkpoint's sequence: other ids, still right
+    write(root, "acme/t", [("tool_call.completed", {"tool": {"call": {"id": "x"}}})] * 20, first_seq=6, mode="ab")
+    out = orjson.loads(cli("fold", "acme/t").stdout)
+    assert out["through"] == 25 and out["state"]["tool_calls"] == 20
+
+
+def test_compaction_past_the_checkpoint(root, cli):
+    write(root, "acme/t", run_events(3) + run_events(1))
+    cli("fold", "acme/t", check=True)
+    compact(root, "acme/t", len(run_events(3)))
+    out = orjson.loads(cli("fold", "acme/t").stdout)
+    assert out["state"] == full(root).state and out["state"]["tool_calls"] == 1
+    assert "before the first event" in cli("fold", "acme/t", "--at", "3").stderr.decode()
+
+
+def test_read_only_root_writes_nothing(root, cli):
+    write(root, "acme/t", run_events(2))
+    for d in (root, root / "acme"):
+        os.chmod(d, 0o555)
+    try:
+        p = cli("fold", "acme/t")
+        assert p.returncode == 0 and orjson.loads(p.stdout)["state"]["tool_calls"] == 2
+        p = cli("activity", "acme/t")
+        assert p.returncode == 0
+        assert not (root / ".wardrik").exists()
+    finally:
+        for d in (root, root / "acme"):
+            os.chmod(d, 0o755)
+
+
+def test_checkpoint_file_is_written_atomically(root):
+    write(root, "acme/t", run_events(2))
+    fold_lib(root)
+    names = os.listdir(root / ".wardrik" / "checkpoints" / "acme")
+    assert names == ["t@state.json"]  # no temporary left beside it
+
+
+# -- the property: every fold equals a fold from scratch -------------------------------------
+EVENTS = st.sampled_from([
+    ("run.started", {"task": "a"}), ("run.completed", {"answer": "b"}), ("run.failed", {"error": {"message": "e"}}),
+    ("message.received", {"message": {"id": "m1"}}), ("message.started", {"message": {"id": "a1"}}),
+    ("message.completed", {"message": {"id": "a1"}}), ("tool_call.started", {"tool": {"name": "t", "call": {"id": "c1"}}}),
+    ("tool_call.completed", {"tool": {"call": {"id": "c1"}}}), ("reasoning.completed", {"message": {"id": "a1"}}),
+    ("input.requested", {"request": {"id": "r"}}), ("input.received", {"request": {"id": "r"}}),
+    ("trigger.fired", {"trigger": {"name": "daily"}}),
+])
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.lists(EVENTS, min_size=1, max_size=6)),
+    st.tuples(st.just("fold"), st.sampled_from(["state", "timeline", "activity"])),
+    st.tuples(st.just("truncate"), st.integers(1, 4)),
+    st.tuples(st.just("compact"), st.integers(1, 4)),
+    st.tuples(st.just("corrupt_ck"), st.sampled_from(["state", "timeline", "activity"])),
+), min_size=1, max_size=25)
+VIEWS = {"state": StateView, "timeline": TimelineView, "activity": ActivityView}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_every_fold_equals_a_full_fold(tmp_path_factory, ops):
+    root = tmp_path_factory.mktemp("prop")
+    path = root / "acme" / "t.jsonl"
+    write(root, "acme/t", [("run.started", {"task": "first"})])
+    next_seq = 2
+    for op, arg in ops:
+        if op == "append":
+            write(root, "acme/t", arg, first_seq=next_seq, mode="ab")
+            next_seq += len(arg)
+        elif op == "fold":
+            got = fold_lib(root, VIEWS[arg]())
+            want = full(root, VIEWS[arg]())
+            assert (got.through, got.state) == (want.through, want.state)
+        elif op == "truncate":
+            lines = path.read_bytes().splitlines(keepends=True)
+            keep = max(0, len(lines) - arg)
+            path.write_bytes(b"".join(lines[:keep]))
+            # sequences go on from the last kept line (or the watermark), as appenders do
+            next_seq = int(orjson.loads(lines[keep - 1])["sequence"]) + 1 if keep else next_seq
+            if keep == 0:
+                wm = root / ".wardrik" / "watermarks" / "acme" / "t.json"
+                if wm.exists():
+                    wm.unlink()
+                next_seq = 1
+        elif op == "compact":
+            lines = path.read_bytes().splitlines(keepends=True)
+            if len(lines) > arg:
+                compact(root, "acme/t", arg)
+        elif op == "corrupt_ck":
+            p = ck_path(root, view=arg)
+            if p.exists():
+                p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
+    for name, cls in VIEWS.items():
+        got, want = fold_lib(root, cls()), full(root, cls())
+        assert (got.through, got.state) == (want.through, want.state)
