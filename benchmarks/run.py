@@ -387,12 +387,24 @@ def bench_core(ctx: Ctx) -> list[Row]:
     return rows
 
 
-# The other groups get a function here when they are written: fn(ctx) -> list[Row].
+def script_group(script: str, full_args: list[str], quick_args: list[str]) -> Callable[[Ctx], list[Row]]:
+    """A group measured by its own script, which prints its own table (and exits 1 on a MISS)."""
+    def run(ctx: Ctx) -> list[Row]:
+        args = quick_args if ctx.quick else full_args
+        cmd = [sys.executable, str(Path(__file__).with_name(script)), "--wardrik", ctx.wardrik, *args]
+        print(f"\n== {script} {' '.join(args)}", flush=True)
+        rc = subprocess.run(cmd).returncode
+        if rc != 0:
+            ctx.failures.append(f"{script} exited {rc}")
+        return []
+    return run
+
+
 GROUPS: dict[str, Callable[[Ctx], list[Row]] | None] = {
     "core": bench_core,
-    "follow": None,
-    "fold": None,
-    "compact": None,
+    "follow": script_group("bench_follow.py", [], ["--appends", "50", "--idle", "3"]),
+    "fold": script_group("bench_fold.py", ["--mb", "200"], ["--mb", "20"]),
+    "compact": script_group("bench_compact.py", ["--mb", "200"], ["--mb", "20"]),
 }
 
 

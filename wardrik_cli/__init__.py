@@ -12,7 +12,10 @@ thin shell over what is exported here.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .layout import Root
 
 # Names are imported on first use (PEP 562), so `wardrik append` loads only what it needs.
 _EXPORTS = {
@@ -21,6 +24,8 @@ _EXPORTS = {
     "Root": ("layout", "Root"), "validate_log_id": ("layout", "validate_log_id"), "Log": ("ledger", "Log"),
     "Filters": ("reader", "Filters"), "Reader": ("reader", "Reader"), "head": ("reader", "head"),
     "resolve_logs": ("reader", "resolve_logs"),
+    "Listener": ("listener", "Listener"), "stream": ("follow", "stream"), "tail_items": ("follow", "tail_items"),
+    "fold": ("folding", "fold_spec"), "compact": ("retention", "sweep"), "record_audit": ("audit", "record"),
 }
 for _name in ("BadCursor", "BadEvent", "BadInput", "BadLogId", "BadPattern", "CorruptLedger", "ExitCode", "Failure",
               "LockTimeout", "NoSuchLog", "NoSuchRoot", "WardrikError", "WriteFailed"):
@@ -50,4 +55,6 @@ def append_event(root: "Root", log_id: str, type_name: str, data: dict | None = 
 
     item = make_item(type_name, data if data is not None else {}, subject, traceparent, kinds=("kept",))
     line = append(root, Log.agent(root, log_id), [item], deployment=root.deployment(deployment), sync=sync)[0]
+    from . import live
+    live.notify_kept(root, log_id, [line])  # wake followers now rather than at their next poll
     return orjson.loads(line)

@@ -15,11 +15,11 @@ Contract kept here (CONTRACT.md, ``activity``):
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import orjson
 
-from . import checkpoint, lines
+from . import checkpoint
 from .folding import OnCorrupt, Target, fold, _Scan
 from .layout import Root
 from .ledger import Log, decode_event

@@ -23,7 +23,7 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -31,6 +31,7 @@ import orjson
 
 from . import lines
 from .errors import BadEvent, CorruptLedger, WriteFailed
+from .fsutil import fsync_dir, write_all, write_atomic
 from .events import GENESIS_HASH, Clock, parse_traceparent, RunTracker, agent_source, audit_source, build_event, dumps_line, trace_id_of
 from .layout import Root
 from .ledger import Log, LogView, decode_event
@@ -76,14 +77,6 @@ def _warn_stderr(msg: str) -> None:
     print(f"warning: {msg}", file=sys.stderr)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _makedirs_synced(path: Path, stop: Path, sync: bool) -> None:
     """Create ``path`` and missing parents; fsync each parent that gained an entry."""
     missing = []
@@ -99,7 +92,7 @@ def _makedirs_synced(path: Path, stop: Path, sync: bool) -> None:
         except FileExistsError:
             pass
         if sync:
-            _fsync_dir(d.parent)
+            fsync_dir(d.parent)
 
 
 def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str) -> Optional[Path]:
@@ -111,13 +104,11 @@ def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn:
     try:
         kfd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
-            view = memoryview(torn)
-            while view:
-                view = view[os.write(kfd, view):]
+            write_all(kfd, torn)
             os.fsync(kfd)
         finally:
             os.close(kfd)
-        _fsync_dir(keep.parent)
+        fsync_dir(keep.parent)
     except OSError as e:
         try:
             keep.unlink()
@@ -181,7 +172,7 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
             raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
         try:
             if created and sync:
-                _fsync_dir(log.path.parent)
+                fsync_dir(log.path.parent)
             view = LogView(log, fd)
             cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
             _verify_lines(log, view)
@@ -248,11 +239,10 @@ def _verify_lines(log: Log, view: LogView) -> None:
 def _save_verified(log: Log, fd: int) -> None:
     st = os.fstat(fd)
     path = _verified_path(log)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-        os.replace(tmp, path)
+        write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}),
+                     durable=False)
     except OSError:
         pass  # only a cache: the next append verifies the whole file instead
 

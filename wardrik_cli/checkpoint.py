@@ -32,6 +32,7 @@ from typing import Any, Optional
 import orjson
 
 from . import lines
+from .fsutil import write_atomic
 from .ledger import Log, LogView, decode_event
 
 FORMAT = 1
@@ -140,22 +141,10 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
                          "first_seq": int(first[1]["sequence"]), "first_id": first[1].get("id")})
     body = head[:-1] + b',"state":' + state_json + b"}"
     p = path_for(log, view_name)
-    tmp = p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            view = memoryview(body)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        # No fsync: a checkpoint lost or cut short by a crash is unreadable, hence discarded.
-        os.replace(tmp, p)
+        # Not durable: a checkpoint lost or cut short by a crash is unreadable, hence discarded.
+        write_atomic(p, body, durable=False, tmp=p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"))
         return True
     except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         return False

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -80,19 +78,9 @@ def read_file(path: Path) -> Optional[Cursor]:
 
 def write_file(path: Path, cursor: Mapping[str, int]) -> None:
     """Replace ``path`` atomically (temp file, fsync, rename) with the encoded cursor."""
-    path = Path(path)
-    data = (encode(cursor) + "\n").encode()
+    from .fsutil import write_atomic
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_atomic(Path(path), (encode(cursor) + "\n").encode())
     except OSError as e:
-        try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
-        except (OSError, UnboundLocalError):
-            pass
         raise Failure(f"cannot write cursor file {path}: {e.strerror}") from None

@@ -32,16 +32,12 @@ import orjson
 from . import checkpoint, lines
 from .errors import BadInput, CorruptLedger, NoSuchLog
 from .layout import LOG_SUFFIX, Root, log_id_from_path, validate_log_id
-from .ledger import Log, LogView, Watermark, decode_event
+from .ledger import Log, LogView, Watermark, decode_event, peek
 from .views import ViewFailed, load as load_view, name_of, types_of, version_of
 
 OnCorrupt = Optional[Callable[[CorruptLedger], None]]
 WARDRIK, SEED = "wardrik", "seed-000"
 
-_HEAD = b'{"specversion":"1.0","id":"'  # 27 bytes, then a 36-character UUID
-_TYPE_AT = b'","type":"'  # at byte 63; the type's name starts at 73
-_SEQ_KEY = b'"sequence":"'
-_AFTER_SEQ = b'","traceparent":"'
 
 
 class _FileLog(Log):
@@ -236,17 +232,15 @@ class _Scan:
         apply = view.apply
         last_raw, last_end, n = None, self.last_end, 0
         for off, raw in lines.iter_lines(lv.fd, start, end):
-            if skip_ok and raw.startswith(_HEAD) and raw[63:73] == _TYPE_AT and raw[-1:] == b"}":
-                q = raw.find(b'"', 73)
-                if q > 0 and raw[73:q] not in wanted:
-                    p = raw.find(_SEQ_KEY, q)
-                    if p > 0 and raw[p + 24:p + 41] == _AFTER_SEQ and raw[p + 12:p + 24].isdigit():
-                        seq = int(raw[p + 12:p + 24])
-                        if at is not None and seq > at:
-                            break
-                        through, last_raw, last_end = seq, raw, off + len(raw) + 1
-                        n += 1
-                        continue
+            if skip_ok:
+                p = peek(raw)
+                if p is not None and p[0] not in wanted:
+                    seq = int(p[1])
+                    if at is not None and seq > at:
+                        break
+                    through, last_raw, last_end = seq, raw, off + len(raw) + 1
+                    n += 1
+                    continue
             try:
                 event = decode_event(raw)
             except ValueError as e:

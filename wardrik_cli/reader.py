@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from .cursor import Cursor
@@ -26,7 +26,7 @@ from .events import agent_source, audit_source, dumps_line, trace_id_of
 from .layout import Root, has_wildcards
 from . import lines
 from .ledger import HEAD, Log, LogView, decode_event, peek
-from .protocol import DROPPED, PREFIX, lookup
+from .protocol import DROPPED, lookup
 from .timefmt import now
 
 OnCorrupt = Optional[Callable[[CorruptLedger], None]]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -44,7 +44,8 @@ from typing import Callable, Iterator, Optional
 import orjson
 
 from . import lines
-from .errors import Failure, LockTimeout, ReadOnlyRoot, WardrikError
+from .errors import Failure, ReadOnlyRoot, WardrikError
+from .fsutil import fsync_dir, write_atomic
 from .layout import Root
 from .ledger import Log, decode_event
 from .locking import locked, try_lock
@@ -250,27 +251,9 @@ def copy_range(src: int, dst: int, start: int, end: int, dst_off: int) -> None:
         out += n
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}{WM_TMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    write_atomic(path, data, tmp=path.with_name(f".{path.name}{WM_TMP_SUFFIX}"))
 
 
 def tmp_path(log: Log) -> Path:
@@ -431,7 +414,7 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                 # Step 6: the rename, made durable.
                 os.rename(tmp, log.path)
                 renamed = True
-                _fsync_dir(log.path.parent)
+                fsync_dir(log.path.parent)
             finally:
                 os.close(wfd)
         _void_verified_note(log)

@@ -37,7 +37,7 @@ import importlib
 import os
 import sys
 from datetime import datetime
-from typing import Any, Iterable, Optional, Protocol, runtime_checkable
+from typing import Any, Optional, Protocol, runtime_checkable
 
 from .errors import BadView, Failure
 
