@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 
 from wardrik_cli.events import build_event, dumps_line, new_span_id
+from wardrik_cli.layout import Root
 from wardrik_cli.protocol import lookup
 from wardrik_cli.timefmt import format_dt
 
@@ -64,7 +65,7 @@ def compact(root: Path, log_id: str, drop: int) -> None:
     last_dropped = orjson.loads(body[drop - 1]) if drop else None
     next_seq = int(orjson.loads(kept[0])["sequence"]) if kept else (int(last_dropped["sequence"]) + 1 if last_dropped else 1)
     os.replace(tmp, path)
-    wm = root / ".wardrik" / "watermarks" / (log_id + ".json")
+    wm = Root(root).state_path("watermarks", log_id, "json")
     wm.parent.mkdir(parents=True, exist_ok=True)
     wm.write_bytes(orjson.dumps({"inode": os.stat(path).st_ino, "next_sequence": next_seq,
                                  "time": last_dropped["time"] if last_dropped else None, "hash": None,

@@ -282,7 +282,7 @@ def test_append_time_never_before_last_dropped(cli, root):
     # not possible, so check the floor via the watermark directly after a full drop of a past log.
     write_spread(root / "acme/g.jsonl", events=5, days=1, log_id="acme/g")
     compact_json(cli, "--retention", "1s")
-    wm = orjson.loads((root / ".wardrik/watermarks/acme/g.json").read_bytes())
+    wm = orjson.loads((root / ".wardrik/watermarks/acme/g@json").read_bytes())
     ev = jsonl(cli("append", "acme/g", "trigger.fired", "--data", '{"trigger": {"name": "t"}}').stdout)[0]
     assert ev["time"] >= wm["time"] and last > ev["time"]
 
@@ -292,7 +292,7 @@ def test_watermark_records_the_cut(cli, root):
     original = (root / "acme/big.jsonl").read_bytes()
     out = compact_json(cli, "--retention", "10d")
     n = out["logs"][0]["dropped"]
-    wm = orjson.loads((root / ".wardrik/watermarks/acme/big.json").read_bytes())
+    wm = orjson.loads((root / ".wardrik/watermarks/acme/big@json").read_bytes())
     lines = original.splitlines(keepends=True)
     assert wm["next_sequence"] == n + 1
     assert wm["hash"] == hashlib.sha256(lines[n - 1]).hexdigest()
@@ -325,7 +325,7 @@ def test_audit_log_compacted_and_chain_verifiable(cli, root):
     time.sleep(1.1)
     compact_json(cli, "--retention", "1s")
     assert (root / ".wardrik/audit.jsonl").read_bytes() == b""
-    wm = orjson.loads((root / ".wardrik/watermarks/@audit.json").read_bytes())
+    wm = orjson.loads((root / ".wardrik/watermarks/@audit@json").read_bytes())
     nxt = jsonl(cli(*rec).stdout)[0]
     assert nxt["sequence"] == "000000000007" and nxt["prevhash"] == wm["hash"]
     assert cli("check").returncode == 0

@@ -100,7 +100,7 @@ def test_kill_9_mid_sweep_leaves_each_log_as_it_was_or_should_be(tmp_path, big, 
     assert _sha(log) == sha_kept
     assert not [x for x in r.rglob("*") if x.name.endswith((".compact.tmp", ".wm.tmp"))]
     assert run_cli("check", root=r).returncode == 0
-    wm = orjson.loads((r / ".wardrik/watermarks/acme/big.json").read_bytes())
+    wm = orjson.loads((r / ".wardrik/watermarks/acme/big@json").read_bytes())
     assert wm["next_sequence"] == n_old + 1 and wm["inode"] == log.stat().st_ino
     evs = jsonl(run_cli("page", "acme/big", "--limit", "1", root=r).stdout)
     assert evs[0]["type"] == DROPPED and evs[0]["data"]["count"] == n_old
@@ -227,7 +227,7 @@ def test_compaction_racing_appenders_and_a_follower(tmp_path):
 def test_second_compact_skips_or_waits(tmp_path, big):
     r = _fresh_root(tmp_path, big)
     from wardrik_cli.locking import try_lock
-    fd = try_lock(r / ".wardrik/locks/@compact.lock")
+    fd = try_lock(r / ".wardrik/locks/@compact@lock")
     assert fd is not None
     try:
         p = run_cli("compact", "--format", "json", root=r)

@@ -489,5 +489,7 @@ def test_pretty_is_one_line_per_event(root, cli):
     add(root, "acme/a", "hello")
     p = cli("tail", "acme/a", "--format", "pretty")
     out = p.stdout.decode()
-    assert p.returncode == 0 and len(out.splitlines()) == 1
+    # one row per event (render prints a day line, "2026-11-30 UTC ───", before each new day's rows)
+    rows = [l for l in out.splitlines() if not l.endswith("─")]
+    assert p.returncode == 0 and len(rows) == 1 and len(out.splitlines()) == 2
     assert "acme/a" in out and "trigger.fired" in out and "hello" in out

@@ -181,6 +181,43 @@ VIEWS_PY = textwrap.dedent('''
             return state + 1
 
     not_a_view = 42
+
+    class InitBoom:
+        def initial(self):
+            raise RuntimeError("nope")
+        def apply(self, s, e):
+            return s
+
+    class FinishBoom:
+        def initial(self):
+            return 0
+        def apply(self, s, e):
+            return s + 1
+        def finish(self, s, through):
+            raise KeyError("gone")
+
+    class RenderBoom:
+        def initial(self):
+            return 0
+        def apply(self, s, e):
+            return s + 1
+        def render(self, s):
+            raise ZeroDivisionError("render broke")
+
+    class RenderJunk:
+        def initial(self):
+            return 0
+        def apply(self, s, e):
+            return s + 1
+        def render(self, s):
+            return object()
+
+    class IntKeys:
+        def initial(self):
+            return {}
+        def apply(self, s, e):
+            s[int(e["sequence"])] = e["type"]
+            return s
 ''')
 
 
@@ -234,3 +271,51 @@ def test_load_builtin_and_errors_in_process():
     assert isinstance(load("state"), StateView)
     with pytest.raises(BadView):
         load("os:path")
+
+
+def _view_error(p, *words) -> str:
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    err = p.stderr.decode()
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+    assert p.stdout == b""
+    return err
+
+
+@pytest.mark.parametrize("fmt", ["json", "pretty"])
+def test_custom_view_failing_in_initial_or_finish_is_one_error_line(root, cli, views_dir, tmp_path, fmt):
+    write(root, "acme/t", run_events(1))
+    env = {"PYTHONPATH": str(views_dir)}
+    _view_error(cli("fold", "acme/t", "--view", "myviews:InitBoom", "-F", fmt, env=env),
+                "myviews:InitBoom", "initial()", "RuntimeError: nope", "acme/t")
+    _view_error(cli("fold", "acme/t", "--view", "myviews:FinishBoom", "-F", fmt, env=env),
+                "myviews:FinishBoom", "finish()", f"sequence {len(run_events(1))}", "KeyError")
+    # seed 000's format takes its own path through the fold: the same there
+    _view_error(cli("fold", str(SEED_FIXTURE), "--view", "myviews:InitBoom", "-F", fmt, env=env),
+                "myviews:InitBoom", "initial()", "RuntimeError: nope")
+
+
+def test_custom_view_failing_in_render_is_one_error_line(root, cli, views_dir):
+    n = len(run_events(1))
+    write(root, "acme/t", run_events(1))
+    env = {"PYTHONPATH": str(views_dir)}
+    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "pretty", env=env),
+                "myviews:RenderBoom", "render()", f"sequence {n}", "ZeroDivisionError: render broke")
+    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderJunk", "-F", "pretty", env=env),
+                "myviews:RenderJunk", "render()", "not something Rich can print")
+    # the state itself is fine: json does not call render
+    p = cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "json", env=env)
+    assert p.returncode == 0 and orjson.loads(p.stdout)["state"] == n
+
+
+def test_state_json_cannot_hold_is_one_error_line(root, cli, views_dir):
+    write(root, "acme/t", run_events(1))
+    env = {"PYTHONPATH": str(views_dir)}
+    for fmt in ("json", "jsonl"):
+        _view_error(cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", fmt, env=env),
+                    "myviews:IntKeys", "JSON", f"sequence {len(run_events(1))}")
+    # pretty prints it (Rich can), and no checkpoint was saved for a state JSON cannot hold
+    p = cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", "pretty", env=env)
+    assert p.returncode == 0 and b"run.started" in p.stdout
+    assert not (root / ".wardrik" / "checkpoints" / "acme" / "t@myviews+IntKeys.json").exists()

@@ -2,8 +2,10 @@
 
 Contract kept here (CONTRACT.md, ``activity``):
 - ``doing``: the stored ``tool_call.started`` event of every tool call running, oldest first;
-  with none running, the last thing the agent started (``message.started``: a model call;
-  ``input.requested``: a wait on a person) while it is still open; empty once the run ends.
+  with none running, the last thing the agent started in the current run (``message.started``:
+  a model call; ``input.requested``: a wait on a person), whether or not it has completed
+  since (the contract's words: "the last thing the agent started"); empty before any such
+  event in the run and once the run ends (``run.completed`` / ``run.failed``).
   ``since``: the time of the first thing in ``doing`` (null when empty). ``pending``: messages
   received and not yet taken by a ``run.started`` (its ``data.run.message_ids``).
 - It is the ``activity`` view folded from its checkpoint, so on a writable root its cost is
@@ -22,7 +24,7 @@ import orjson
 from . import checkpoint
 from .folding import OnCorrupt, Target, fold, _Scan
 from .layout import Root
-from .ledger import Log, decode_event
+from .ledger import Log, decode_event, peek
 from .views import ActivityView, activity_of, types_of
 
 VIEW = "activity"
@@ -41,20 +43,12 @@ def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict]
 _WANTED = frozenset(t.encode() for t in ActivityView.types)
 
 
-def _type_of(raw: bytes) -> Optional[bytes]:
-    # The stored key order puts the type right after the 36-character id (see folding).
-    if raw.startswith(b'{"specversion":"1.0","id":"') and raw[63:73] == b'","type":"':
-        q = raw.find(b'"', 73)
-        return raw[73:q] if q > 0 else None
-    return None
-
-
 def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> Optional[bytes]:
     """The live activity.changed line (with its newline) if ``lines_in`` changed the activity."""
     raws = [l.rstrip(b"\n") for l in lines_in if l.strip()]
     if not raws:
         return None
-    if all((t := _type_of(r)) is not None and t not in _WANTED for r in raws):
+    if all((p := peek(r)) is not None and p[0] not in _WANTED for r in raws):
         return None  # nothing the activity reads: it cannot have changed
     try:
         events = [decode_event(r) for r in raws]
@@ -85,11 +79,13 @@ def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> Optional[by
         after = activity_of(state)
         if after == before:
             return None
-        # Keep the checkpoint current, so the next append's check is as cheap as this one.
+        # Keep the checkpoint current, so the next append's check is as cheap as this one (but
+        # never replace a valid one that is further on: someone folded past us meanwhile).
         end_new = bound + sum(len(r) + 1 for r in raws)
-        if end_new <= lv.end:
+        last_new = int(events[-1]["sequence"])
+        if end_new <= lv.end and (ck is None or ck.seq < last_new):
             try:
-                checkpoint.save(log, lv, VIEW, view.version, int(events[-1]["sequence"]), end_new, raws[-1],
+                checkpoint.save(log, lv, VIEW, view.version, last_new, end_new, raws[-1],
                                 orjson.dumps(state))
             except Exception:
                 pass

@@ -175,7 +175,7 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
                 fsync_dir(log.path.parent)
             view = LogView(log, fd)
             cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
-            _verify_lines(log, view)
+            note = _verify_lines(log, view)
             last = view.last()
             if last is not None:
                 next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
@@ -185,7 +185,12 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
                 next_seq = wm.next_sequence if wm else 1
                 prev_time = wm.time if wm else None
                 prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
-            tracker = RunTracker(None if log.is_audit else _open_run(view))
+            if log.is_audit:
+                tracker = RunTracker(None)
+            elif note is not None and "trace" in note:
+                tracker = RunTracker(note["trace"])  # the run open after the last append
+            else:
+                tracker = RunTracker(_open_run(view))
             clock = Clock(prev_time)
             source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
             out: list[bytes] = []
@@ -201,7 +206,7 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
                     prev_hash = hashlib.sha256(line).hexdigest()
                 out.append(line)
             _write_all(fd, out, label, sync)
-            _save_verified(log, fd)
+            _save_verified(log, fd, tracker.open_trace)
             return out
         finally:
             os.close(fd)
@@ -211,20 +216,21 @@ def _verified_path(log: Log) -> Path:
     return log.root.state_path("verified", log.state_key, ".json")
 
 
-def _verify_lines(log: Log, view: LogView) -> None:
+def _verify_lines(log: Log, view: LogView) -> Optional[dict]:
     """Refuse to write after a complete line that is not an event, anywhere in the log.
 
     Reading the whole log on every append would make appends O(size), so the last append
-    leaves a note of the file it verified (inode, size, mtime); when the file still matches
-    the note, only lines past the noted size are checked. Any other change to the file (an
-    edit, a rewrite, a compaction) voids the note and the whole file is checked once more.
+    leaves a note of the file it verified (inode, size, mtime, and the run then open); when
+    the file still matches the note, only lines past the noted size are checked. Any other
+    change to the file (an edit, a rewrite, a compaction) voids the note and the whole file
+    is checked once more. Returns the note when it held.
     """
     st = os.fstat(view.fd)
-    start = 0
+    start, held = 0, None
     try:
         note = orjson.loads(_verified_path(log).read_bytes())
-        if (note["ino"], note["mtime_ns"]) == (st.st_ino, st.st_mtime_ns) and note["size"] <= view.end:
-            start = note["size"]
+        if (note["ino"], note["mtime_ns"], note["size"]) == (st.st_ino, st.st_mtime_ns, view.end):
+            start, held = note["size"], note
     except (OSError, ValueError, KeyError, TypeError):
         pass
     for off, raw in lines.iter_lines(view.fd, start, view.end):
@@ -234,15 +240,16 @@ def _verify_lines(log: Log, view: LogView) -> None:
             err = view.corrupt(off, f"corrupt line ({e})")
             raise CorruptLedger(err.path, err.line, err.offset,
                                 f"{err.what}; refusing to append after it (see `wardrik check`)") from None
+    return held
 
 
-def _save_verified(log: Log, fd: int) -> None:
+def _save_verified(log: Log, fd: int, open_trace: Optional[str]) -> None:
     st = os.fstat(fd)
     path = _verified_path(log)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}),
-                     durable=False)
+        write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                         "trace": open_trace}), durable=False)
     except OSError:
         pass  # only a cache: the next append verifies the whole file instead
 
@@ -284,7 +291,12 @@ def live_event(log: Log, item: Item, *, deployment: str) -> bytes:
     """A live event as delivered: the stored shape without a sequence, never written."""
     from .timefmt import now
     data = dict(item.data)
-    trace, span = RunTracker(None).trace_for(item.etype, data, item.traceparent)
+    with log.open() as view:  # read-only: a live event joins the run open in the log
+        try:
+            open_trace = _open_run(view)
+        except CorruptLedger:
+            open_trace = None
+    trace, span = RunTracker(open_trace).trace_for(item.etype, data, item.traceparent)
     event = build_event(etype=item.etype, data=data, source=agent_source(deployment, log.name),
                         subject=item.subject or f"agents/{log.name}", seq=None, time_str=now(),
                         trace=trace, span=span)

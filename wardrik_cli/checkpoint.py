@@ -6,22 +6,31 @@ Contract kept here:
 - Where: ``<root>/.wardrik/checkpoints/<log id>@<view key>.json`` ('@' is never in a log id,
   so no two (log, view) pairs share a file). Only logs under a root have checkpoints; a
   ``.jsonl`` path outside one never does.
-- What: ``{"checkpoint": 1, "log", "view", "version", "seq", "id", "offset", "first_seq",
-  "first_id", "state"}``: the view's state after the event with sequence ``seq`` (whose
-  ``id`` it was), ``offset`` the byte where the next line starts, and the log's first kept
-  event (sequence and id) when it was taken.
-- Valid only when all of these hold, checked in O(log n) small reads: same view and view
-  version; the log's first kept event is the same (sequence and id: compaction that dropped
-  anything, or a rewrite, changes it); the event ending just before ``offset`` (or, when the
-  file moved under it, the one found by bisection for ``seq``) has sequence ``seq`` and the
-  same id (a truncation or a rewrite changes it). Anything unreadable, of another shape or
-  version, or not matching is discarded, never trusted, and overwritten by the next save.
+- What: ``{"checkpoint": 2, "log", "view", "version", "seq", "id", "offset", "inode",
+  "line_sha256", "first_seq", "first_sha256", "state"}``: the view's state after the event
+  with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where the next line starts,
+  ``inode`` the log file's, and the SHA-256 (hex) of the raw bytes (without the ``\n``) of
+  that event's line and of the log's first line when it was taken.
+- Valid only when all of these hold, checked in O(log n) small reads (the first line and the
+  line ending at ``offset``, never the log): same view and view version; the same file (its
+  inode: a rewrite by ``sed -i``, an editor or a compaction makes a new file, so the
+  checkpoint is discarded and the fold starts again from the events kept); the first line
+  has the same bytes and sequence; the line ending just before ``offset`` has the same bytes
+  (so the same sequence and id; a truncation, or an in-place edit of that line, changes
+  them). Anything unreadable, of another shape or version, or not matching is discarded,
+  never trusted, and overwritten by the next save.
+- The limit: an in-place edit (same inode) of a line between the first and the checkpoint's
+  own, keeping the checkpoint's line at the same offset, is not seen (catching it would mean
+  reading the log, which a checkpoint exists to avoid). ``wardrik check`` verifies every
+  line, and a fold without a checkpoint (delete ``.wardrik/checkpoints/``) folds them all.
+- A valid checkpoint is only replaced by one at a higher sequence (the callers' rule).
 - Writes are atomic (a temporary file beside it, then rename) and only on a writable root:
   on a read-only root (no write permission, or a copy with every write bit cleared) nothing
   is created. A failed save is silent: a fold never fails because its cache cannot be kept.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
@@ -35,7 +44,7 @@ from . import lines
 from .fsutil import write_atomic
 from .ledger import Log, LogView, decode_event
 
-FORMAT = 1
+FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
 
 
 @dataclass
@@ -87,41 +96,36 @@ def load(log: Log, lv: LogView, view_name: str, version: str) -> Optional[Checkp
         if not (isinstance(doc, dict) and doc.get("checkpoint") == FORMAT and doc.get("log") == log.name
                 and doc.get("view") == view_name and doc.get("version") == version and "state" in doc):
             return None
-        seq, offset, first_seq = doc["seq"], doc["offset"], doc["first_seq"]
-        ident, first_id = doc["id"], doc["first_id"]
-        if not all(type(x) is int for x in (seq, offset, first_seq)) or seq < first_seq or offset <= 0:
+        seq, offset, first_seq, inode = doc["seq"], doc["offset"], doc["first_seq"], doc["inode"]
+        line_hash, first_hash, ident = doc["line_sha256"], doc["first_sha256"], doc["id"]
+        if not all(type(x) is int for x in (seq, offset, first_seq, inode)) or seq < first_seq or offset <= 0:
             return None
     except (KeyError, TypeError):
         return None
-    if lv.fd is None or offset > lv.end:
+    if lv.fd is None or lv.ino != inode or offset > lv.end:
         return None
-    try:
-        first = lv.first()
-    except Exception:  # a corrupt first line: let the fold from scratch meet and report it
+    first = lines.first_line(lv.fd, lv.end)
+    if first is None or _sha256(first[1]) != first_hash or _seq_id(first[1])[0] != first_seq:
         return None
-    if first is None or int(first[1]["sequence"]) != first_seq or first[1].get("id") != first_id:
-        return None
-    if _event_ending_at(lv, offset, seq, ident):
-        return Checkpoint(seq, offset, doc["state"])
-    # The file moved under the hint (a torn tail cut, a compaction that kept everything):
-    # find the sequence by bisection and check the event there.
-    off = lv.offset_after_seq(seq)
-    if off > 0 and _event_ending_at(lv, off, seq, ident):
-        return Checkpoint(seq, off, doc["state"])
+    if os.pread(lv.fd, 1, offset - 1) == b"\n":
+        prev = lines.last_line(lv.fd, offset)
+        if prev is not None and _sha256(prev[1]) == line_hash and _seq_id(prev[1]) == (seq, ident):
+            return Checkpoint(seq, offset, doc["state"])
     return None
 
 
-def _event_ending_at(lv: LogView, offset: int, seq: int, ident: Any) -> bool:
-    if offset <= 0 or offset > lv.end or os.pread(lv.fd, 1, offset - 1) != b"\n":
-        return False
-    prev = lines.last_line(lv.fd, offset)
-    if prev is None:
-        return False
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _seq_id(raw: bytes) -> tuple[Optional[int], Any]:
+    # The same bytes were decoded when the checkpoint was saved; decoding them again makes
+    # the checkpoint's own fields (seq, id) agree with its hashes, whoever edited the file.
     try:
-        e = decode_event(prev[1])
-    except ValueError:
-        return False
-    return int(e["sequence"]) == seq and e.get("id") == ident
+        e = decode_event(raw)
+        return int(e["sequence"]), e.get("id")
+    except (ValueError, KeyError, TypeError):
+        return None, None
 
 
 def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: int, last_raw: bytes,
@@ -129,16 +133,18 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
     """Save the state through ``seq`` (the line ``last_raw`` ending at ``offset``); False if not saved."""
     if seq <= 0 or not root_writable(log):
         return False
+    first = lines.first_line(lv.fd, lv.end) if lv.fd is not None else None
     try:
-        first = lv.first()
         last = decode_event(last_raw)
-    except Exception:
+        first_seq = int(decode_event(first[1])["sequence"]) if first is not None else None
+    except ValueError:
         return False
-    if first is None or int(last["sequence"]) != seq:
+    if first is None or lv.ino is None or int(last["sequence"]) != seq:
         return False
     head = orjson.dumps({"checkpoint": FORMAT, "log": log.name, "view": view_name, "version": version,
-                         "seq": seq, "id": last.get("id"), "offset": offset,
-                         "first_seq": int(first[1]["sequence"]), "first_id": first[1].get("id")})
+                         "seq": seq, "id": last.get("id"), "offset": offset, "inode": lv.ino,
+                         "line_sha256": _sha256(last_raw), "first_seq": first_seq,
+                         "first_sha256": _sha256(first[1])})
     body = head[:-1] + b',"state":' + state_json + b"}"
     p = path_for(log, view_name)
     try:

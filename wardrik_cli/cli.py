@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from .errors import BadInput, ExitCode, WardrikError
 from .output import Format
@@ -21,12 +22,31 @@ from .output import Format
 HELP = """\
 Tail, grep, fold and prune the event ledgers AI agents leave behind.
 
-Each agent writes one append-only JSONL log of CloudEvents under a root directory
-(--root, else $WARDRIK_ROOT, else the current directory); log `acme/triage` is the file
-ROOT/acme/triage.jsonl.
+Each agent writes one append-only JSONL log of CloudEvents under a root directory (--root, else $WARDRIK_ROOT, else the current directory); log acme/triage is the file ROOT/acme/triage.jsonl. Output is pretty on a terminal and JSON Lines in a pipe (--format changes it).
+
+Examples:
+
+  wardrik --root sample_ledgers tail -f 'acme/*'
+
+  wardrik --root sample_ledgers -v page acme/billing -t tool_call.failed
 """
 
-app = typer.Typer(name="wardrik", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False,
+PANELS = ("Watch", "Review", "Maintain", "Write")
+
+
+class _Group(TyperGroup):
+    """Lists commands panel by panel (Watch, Review, Maintain, Write) in ``wardrik --help``."""
+
+    def list_commands(self, ctx):  # type: ignore[override]
+        names = super().list_commands(ctx)
+
+        def rank(name: str) -> int:
+            panel = getattr(self.commands.get(name), "rich_help_panel", None)
+            return PANELS.index(panel) if panel in PANELS else len(PANELS)
+        return sorted(names, key=lambda n: (rank(n), names.index(n)))
+
+
+app = typer.Typer(name="wardrik", help=HELP, no_args_is_help=True, cls=_Group, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
 
 
@@ -60,18 +80,21 @@ def _color_callback(value: str) -> str:
 @app.callback()
 def _top(
     root: Optional[str] = typer.Option(None, "--root", metavar="DIR",
-                                       help="Root directory of the logs [default: $WARDRIK_ROOT, else .]"),
+                                       help="Root directory of the logs (default: $WARDRIK_ROOT, else .)"),
     deployment: Optional[str] = typer.Option(None, "--deployment", metavar="NAME",
-                                             help="Deployment name for new events [default: $WARDRIK_DEPLOYMENT, "
-                                                  "else .wardrik/config.toml, else local]"),
+                                             help="Deployment name for new events (default: $WARDRIK_DEPLOYMENT, "
+                                                  "else .wardrik/config.toml, else local)"),
     color: str = typer.Option("auto", "--color", metavar="WHEN", callback=_color_callback,
-                              help="Colour in pretty output: auto, always or never (NO_COLOR is honoured)."),
+                              help="Colour in pretty output: auto (on a terminal, unless NO_COLOR is set), always or never."),
+    local: bool = typer.Option(False, "--local", help="Show times in local time instead of UTC (pretty output)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Pretty output: show each event's data as highlighted JSON."),
 ) -> None:
     CTX.root_arg = root
     CTX.deployment_arg = deployment
-    if color != "auto":
+    if color != "auto" or local or verbose:
         from . import render
         render.set_color(color)
+        render.set_display(local=local, verbose=verbose)
 
 
 # ---------------------------------------------------------------------------
@@ -96,9 +119,33 @@ def parse_json(raw: bytes, what: str) -> Any:
     except UnicodeDecodeError as e:
         raise BadInput(f"{what} is not UTF-8 (bad byte at offset {e.start})") from None
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise BadInput(f"{what} is not valid JSON: {e}") from None
+    if _LONG_DIGITS.search(raw):
+        _refuse_big_ints(raw, what)
+    return value
+
+
+# orjson reads an integer past 64 bits as a float, silently changing it; such digit runs
+# are rare, so only their inputs are parsed again (by the stdlib, exactly) to be sure.
+_LONG_DIGITS = __import__("re").compile(rb"\d{19,}")
+
+
+def _refuse_big_ints(raw: bytes, what: str) -> None:
+    import json
+
+    def check(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                check(x)
+        elif isinstance(v, list):
+            for x in v:
+                check(x)
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 64):
+            raise BadInput(f"{what}: the integer {v} does not fit in 64 bits; store it as a string")
+
+    check(json.loads(raw))
 
 
 def warn(msg: str) -> None:
@@ -131,10 +178,10 @@ def load_cursor(after: Optional[str], cursor_file: Optional[Path]):
 def append(
     log: str = typer.Argument(..., help="Log id, e.g. acme/triage."),
     type_: Optional[str] = typer.Argument(None, metavar="TYPE", help="Event type, with or without 'wardrik.' (see `wardrik types`)."),
-    data: Optional[str] = typer.Option(None, "--data", "-d", metavar="JSON|@FILE|-", help="The event's data, a JSON object [default: {}]."),
+    data: Optional[str] = typer.Option(None, "--data", "-d", metavar="JSON|@FILE|-", help="The event's data, a JSON object (default: {})."),
     batch: Optional[str] = typer.Option(None, "--batch", metavar="FILE|-",
                                         help='JSONL of {"type", "data", "subject"?, "traceparent"?}: all or nothing, one lock, one write, one fsync.'),
-    subject: Optional[str] = typer.Option(None, "--subject", help="CloudEvents subject [default: agents/LOG]."),
+    subject: Optional[str] = typer.Option(None, "--subject", help="CloudEvents subject (default: agents/LOG)."),
     trace: Optional[str] = typer.Option(None, "--trace", metavar="TRACEPARENT", help="W3C traceparent to use instead of the run's."),
     no_sync: bool = typer.Option(False, "--no-sync", help="Skip the fsync (faster; a crash may lose what was printed)."),
     fmt: Optional[Format] = FormatOpt,
@@ -183,8 +230,6 @@ def append(
             _print_appended([l.rstrip(b"\n") for l in e.events], fmt)
         raise
     _print_appended([l.rstrip(b"\n") for l in lines_out], fmt)
-    if len(items) and not no_sync:
-        pass
     from . import live
     live.notify_kept(root, log, lines_out)
 
@@ -264,7 +309,7 @@ def page(
 
       wardrik page 'acme/*' --limit 20
 
-      wardrik page 'acme/*' --types tool_call.failed --since 2h --format json | jq .next
+      wardrik page 'acme/*' -t tool_call.failed --since 2h -F json | jq -r .next
     """
     from . import output
     from .reader import Filters, Reader, parse_types, resolve_logs
@@ -298,9 +343,13 @@ def page(
 def head(patterns: list[str] = PatternsArg) -> None:
     """Print the cursor at the end of every matched log (read only what comes after it).
 
-    Example:
+    Later, `wardrik page PATTERN --after CURSOR` shows only what was written since.
 
-      cur=$(wardrik head 'acme/*'); ...; wardrik page 'acme/*' --after "$cur"
+    Examples:
+
+      cur=$(wardrik head 'acme/*')
+
+      wardrik page 'acme/*' --after "$cur"
     """
     from .cursor import encode
     from .reader import head as do_head, resolve_logs
@@ -313,7 +362,7 @@ def head(patterns: list[str] = PatternsArg) -> None:
 # ---------------------------------------------------------------------------
 @app.command(rich_help_panel="Maintain")
 def check(
-    patterns: Optional[list[str]] = typer.Argument(None, metavar="[PATTERN...]", help="Logs to check [default: all, and the audit log]."),
+    patterns: Optional[list[str]] = typer.Argument(None, metavar="[PATTERN...]", help="Logs to check (default: all, and the audit log)."),
     fmt: Optional[Format] = FormatOpt,
 ) -> None:
     """Verify logs and the audit log: valid events, contiguous sequences, an unbroken audit chain.
@@ -338,8 +387,13 @@ def check(
         audit = Log.audit(root)
         if audit.exists():
             logs.append(audit)
-    problems = [p for log in logs for p in check_log(log)]
     fmt = output.choose(fmt, Format.jsonl)
+    if fmt == Format.pretty:
+        from . import render
+        each = render.progress(logs, "checking")  # a bar on a terminal when the logs are big
+    else:
+        each = iter(logs)
+    problems = [p for log in each for p in check_log(log)]
     if fmt == Format.json:
         output.write_json({"ok": not any(p.severity == ERROR for p in problems), "logs": len(logs),
                            "problems": [p.to_json() for p in problems]})
@@ -348,7 +402,7 @@ def check(
             sys.stdout.write(f"{p}\n" if p.severity == ERROR else f"{p} (warning)\n")
     else:
         from . import render
-        render.print_check(problems, len(logs))
+        render.print_check(problems, logs)
     if any(p.severity == ERROR for p in problems):
         raise typer.Exit(ExitCode.FAILURE)
 
@@ -382,25 +436,97 @@ def types(fmt: Optional[Format] = FormatOpt) -> None:
         render.print_types(catalogue())
 
 
-# Command groups that live in their own modules register themselves on import.
-from . import cli_follow, cli_fold, cli_retention  # noqa: E402,F401
+# Command groups that live in their own modules register themselves on import. Only the
+# module a command line needs is imported (start-up time is a measured figure); help,
+# completion and anything unrecognised load them all.
+CORE_COMMANDS = frozenset({"append", "page", "head", "check", "types"})
+COMMAND_MODULES = {"tail": "cli_follow", "fold": "cli_fold", "activity": "cli_fold",
+                   "compact": "cli_retention", "audit": "cli_retention"}
+_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--root", "--deployment", "--color"})
+
+
+def _subcommand(argv: list[str]) -> Optional[str]:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_OPTIONS_WITH_VALUE:
+            skip = True
+        elif arg.startswith("-"):
+            continue
+        else:
+            return arg
+    return None
+
+
+def load_commands(argv: Optional[list[str]] = None) -> None:
+    from importlib import import_module
+
+    argv = sys.argv[1:] if argv is None else argv
+    name = _subcommand(argv)
+    if name in CORE_COMMANDS and not any(k.endswith("_COMPLETE") for k in os.environ):
+        return
+    wanted = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
+    for module in wanted:
+        import_module(f".{module}", __package__)
+    _reflow_help(app)
+
+
+def _unwrap(text: Optional[str]) -> Optional[str]:
+    """Help prose reflows to the terminal: a paragraph's line breaks are dropped, examples kept.
+
+    Typer's rich help keeps a docstring's hard line breaks after its first paragraph, which
+    cuts sentences in odd places on a narrow terminal. Indented paragraphs (examples) stay.
+    """
+    if not text:
+        return text
+    import inspect
+    paras = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if any(l[:1].isspace() for l in p.splitlines()) else " ".join(p.split("\n"))
+                       for p in paras)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    typer_app.info.help = _unwrap(typer_app.info.help)
+    for info in typer_app.registered_commands:
+        info.help = _unwrap(info.help or (info.callback.__doc__ if info.callback else None))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
 
 
 # ---------------------------------------------------------------------------
 # entry point: the one place errors become messages and exit codes
 # ---------------------------------------------------------------------------
+def _run(argv: Optional[list[str]]) -> int:
+    """Parse and invoke, letting every exception through to ``main`` (Typer's own runner
+    would turn a closed pipe into a silent exit 1 and usage errors into Rich panels)."""
+    from typer.main import get_command
+
+    command = get_command(app)
+    args = sys.argv[1:] if argv is None else list(argv)
+    command._main_shell_completion({}, "wardrik", None)  # exits when completing
+    with command.make_context("wardrik", args) as ctx:
+        rv = command.invoke(ctx)
+    return rv if isinstance(rv, int) else ExitCode.OK
+
+
 def main(argv: Optional[list[str]] = None) -> None:
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer.exceptions import Abort, Exit
 
     code: int = ExitCode.OK
     try:
-        rv = app(args=argv, prog_name="wardrik", standalone_mode=False)
-        code = rv if isinstance(rv, int) else ExitCode.OK
+        load_commands(argv)
+        code = _run(argv)
     except Exit as e:
         code = e.exit_code
-    except typer.Exit as e:
-        code = e.exit_code
+    except NoArgsIsHelpError as e:
+        sys.stdout.write(e.format_message() + "\n")
+        code = ExitCode.OK
     except WardrikError as e:
         sys.stderr.write(f"error: {e}\n")
         code = e.exit_code
@@ -414,17 +540,22 @@ def main(argv: Optional[list[str]] = None) -> None:
     except (KeyboardInterrupt, Abort):
         code = ExitCode.OK if _following() else 130
     except BrokenPipeError:
-        code = ExitCode.OK
+        code = ExitCode.OK  # the reader went away (`| head`): not an error
     except MemoryError:
         sys.stderr.write("error: out of memory\n")
         code = ExitCode.FAILURE
     except OSError as e:
         sys.stderr.write(f"error: {e.strerror or e}{': ' + str(e.filename) if e.filename else ''}\n")
         code = ExitCode.FAILURE
+    except Exception as e:  # a bug of ours: still one line, never a traceback
+        sys.stderr.write(f"error: internal error: {type(e).__name__}: {e} (please report it; "
+                         "set WARDRIK_TRACEBACK=1 to see where)\n")
+        if os.environ.get("WARDRIK_TRACEBACK"):
+            import traceback
+            traceback.print_exc()
+        code = ExitCode.FAILURE
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
-        pass
     except OSError:
         pass
     # A closed stdout must not turn a clean end into a traceback at interpreter exit.

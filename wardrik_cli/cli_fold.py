@@ -19,10 +19,13 @@ def fold(
     skip_corrupt: bool = SkipCorrupt,
     fmt: Optional[Format] = FormatOpt,
 ) -> None:
-    """Fold a log, oldest first, into a view: the state through its last event (or --at SEQ).
+    """Fold a log, oldest first, into a view: its state through the last event (or --at SEQ).
 
-    A checkpoint under .wardrik/ makes the next fold read only the new events; one that no
-    longer matches the log is discarded. Reads this format and seed 000's {"seq","type","data"}.
+    Views: state (status, task, turns, tool_calls, answer of the latest run; a panel),
+    timeline (runs, model calls, tool calls and waits with their durations; a tree),
+    activity, or your own MODULE:NAME. A checkpoint under .wardrik/ makes the next fold
+    read only the new events; one that no longer matches the log is discarded. Reads this
+    format and seed 000's {"seq","type","data"} lines.
 
     Examples:
 
@@ -33,30 +36,19 @@ def fold(
       wardrik fold evidence/events.jsonl --format json | jq .state.status
     """
     from . import output
-    from .errors import BadInput
-    from .folding import fold as do_fold, target
-    from .views import load
+    from .folding import fold as do_fold, result_json, target
+    from .views import Rendering, load
 
-    if at is not None and at < 0:
-        raise BadInput(f"--at {at}: a sequence is a whole number, 0 or more")
-    v = load(view)
+    v = load(view)  # --at < 0 is refused by the fold itself
     res = do_fold(target(CTX.root, log), v, view, at=at, on_corrupt=skip_corrupt_handler(skip_corrupt))
     fmt = output.choose(fmt, Format.json)
     if fmt == Format.pretty:
         from .render_fold import print_fold
-        print_fold(res, v)
+        print_fold(res, Rendering(v, res.view, res.log, res.through))  # a render that fails: ViewFailed
     elif fmt == Format.jsonl:
-        import orjson
-        output.write_line(orjson.dumps(res.to_json(), default=_jsonable))
+        output.write_line(result_json(res))
     else:
-        import orjson
-        sys.stdout.buffer.write(orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def _jsonable(obj):
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    return repr(obj)
+        sys.stdout.buffer.write(result_json(res, indent=True) + b"\n")
 
 
 @app.command(rich_help_panel="Watch")
@@ -66,8 +58,12 @@ def activity(
     skip_corrupt: bool = SkipCorrupt,
     fmt: Optional[Format] = FormatOpt,
 ) -> None:
-    """Show what each matched agent is doing now: running tool calls, else its open model call
-    or wait on a person; since when; and how many messages wait for a run.
+    """Show what each matched agent is doing now, for how long, and how many messages wait.
+
+    doing: the tool calls running, else the last model call or wait on a person the run
+    started; empty once the run ends. pending: messages received and not yet taken by a
+    run. --watch keeps a live table that changes as the logs do (Ctrl-C ends it, exit 0);
+    on a pipe it prints a JSON line at each change.
 
     Examples:
 
@@ -102,7 +98,6 @@ def _print_acts(acts: dict, fmt: Format) -> None:
 
 def _watch(patterns: list[str], fmt: Format, on_corrupt) -> None:
     """Refresh when a matched log changes (watchfiles, else polling); Ctrl-C or SIGTERM end it (exit 0)."""
-    import os
     import signal
 
     from .activity import activities
@@ -149,13 +144,14 @@ def _watch(patterns: list[str], fmt: Format, on_corrupt) -> None:
         if fmt == Format.pretty:
             from rich.live import Live
             from . import render
-            from .render_fold import activity_table
+            from .render_fold import watch_table
             acts = snapshot()
-            with Live(activity_table(acts), console=render.console(), auto_refresh=False) as live:
+            with Live(watch_table(acts), console=render.console(), auto_refresh=False) as live:
                 for changed in changes():
                     if changed:
                         acts = snapshot()
-                        live.update(activity_table(acts), refresh=True)
+                        live.update(watch_table(acts))
+                    live.refresh()  # the "for" column ticks even when nothing changed
         else:
             import orjson
             for changed in _first_then(changes()):

@@ -265,7 +265,8 @@ def tail(
 
       wardrik tail -f 'acme/*'
 
-      wardrik tail -f 'acme/*' --types run.completed --cursor-file runs.cursor --exec ./on-run.sh
+      wardrik tail -f 'acme/*' --types run.completed \\
+        --cursor-file runs.cursor --exec ./on-run.sh
     """
     from .cli import load_cursor
     from .follow import agent_logs_fn

@@ -25,7 +25,7 @@ PROGRESS_MIN_BYTES = 64 << 20  # a sweep this big shows a progress bar on a term
 def compact(
     retention: Optional[str] = typer.Option(None, "--retention", "-r", metavar="DURATION",
                                             help="Keep events newer than this: 30s, 90m, 12h, 7d, 4w "
-                                                 "[default: retention in .wardrik/config.toml, else 30d]."),
+                                                 "(default: retention in .wardrik/config.toml, else 30d)."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Report what would be dropped; change nothing."),
     wait: bool = typer.Option(False, "--wait", help="If another compact is running on this root, wait for it "
                                                     "instead of skipping."),
@@ -155,9 +155,21 @@ def _size(n: int) -> str:
 # ---------------------------------------------------------------------------
 # audit
 # ---------------------------------------------------------------------------
-audit_app = typer.Typer(name="audit", help="The deployment's audit log: who changed what (tamper-evident).",
+AUDIT_HELP = """The deployment's audit log: who changed what, tamper-evident.
+
+One log under ROOT/.wardrik/audit.jsonl, apart from the agents' logs; each event carries
+its actor, who acted for them, and prevhash (the SHA-256 of the line before it), which
+`wardrik check` verifies.
+
+Examples:
+
+  wardrik audit page --limit 20
+
+  wardrik audit tail -f
+"""
+audit_app = typer.Typer(name="audit", help=AUDIT_HELP,
                         no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
-app.add_typer(audit_app, name="audit", rich_help_panel="Write")
+app.add_typer(audit_app, name="audit", rich_help_panel="Review")
 
 
 @audit_app.command("record")
@@ -176,10 +188,14 @@ def audit_record(
     A principal is letters, digits and . _ : @ / + - (at most 200). Each event carries
     prevhash, the SHA-256 of the line before it, so `wardrik check` finds an edited line.
 
-    Example:
+    Examples:
 
-      wardrik audit record agent.forgotten agents/acme/triage --data '{"agent": {"id": "acme/triage"}}' \\
-        --actor user:alice@example.com --assumed-by role:ops
+      wardrik audit record agent.created agents/acme/ops \\
+        --data '{"agent": {"id": "acme/ops"}}' --actor alice@acme.io
+
+      wardrik audit record agent.forgotten agents/acme/old \\
+        --actor user:alice@acme.io --assumed-by role:ops \\
+        --data '{"agent": {"id": "acme/old"}}'
     """
     from .audit import make_record, record
 
@@ -208,7 +224,9 @@ def audit_page(
 
     If retention dropped events before your position, an events.dropped comes first.
 
-    Example:
+    Examples:
+
+      wardrik audit page --since 7d
 
       wardrik audit page --limit 50 --format json | jq -r .next
     """
@@ -241,7 +259,7 @@ def audit_page(
 
 @audit_app.command("tail")
 def audit_tail(
-    n: int = typer.Option(10, "-n", "--lines", min=0, help="The last N events [default: 10]."),
+    n: int = typer.Option(10, "-n", "--lines", min=0, help="The last N events (default: 10)."),
     follow: bool = typer.Option(False, "-f", "--follow", help="Then print every event as it is recorded."),
     after: Optional[str] = typer.Option(None, "--after", metavar="CURSOR", help="Every event after this cursor instead."),
     cursor_file: Optional[Path] = typer.Option(None, "--cursor-file", metavar="FILE",
@@ -252,9 +270,13 @@ def audit_tail(
 ) -> None:
     """Print the last audit events (or every one after a cursor); with -f, keep following.
 
-    Example:
+    Ctrl-C, SIGTERM or a closed pipe end a follow cleanly (exit 0).
+
+    Examples:
 
       wardrik audit tail -n 20
+
+      wardrik audit tail -f --types agent.forgotten,trigger.deleted
     """
     root = CTX.root
     follow_mod = _follow_module()

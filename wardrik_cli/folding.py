@@ -18,7 +18,9 @@ Contract kept here:
   traceparent, so a byte look gives both. Such a line must still have that shape (start
   with ``{"specversion":"1.0","id":"``, end with ``}``, a 12-digit sequence) or it is decoded
   and judged like any other; ``wardrik check`` parses every line.
-- A view that raises is ``ViewFailed`` naming the view, the log and the event's sequence.
+- A view that raises (in ``initial``, ``apply`` or ``finish``) is ``ViewFailed`` naming the
+  view, the log and the event's sequence; so is a state ``result_json`` cannot write.
+- A valid checkpoint is never replaced by one at a lower sequence (``--at`` after a full fold).
 """
 from __future__ import annotations
 
@@ -93,15 +95,6 @@ def target(root: Root, arg: str) -> Target:
     return Target(arg, log, True)
 
 
-def is_seed_line(raw: bytes) -> bool:
-    try:
-        d = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    return (isinstance(d, dict) and type(d.get("seq")) is int and isinstance(d.get("type"), str)
-            and isinstance(d.get("data"), dict) and "specversion" not in d and "sequence" not in d)
-
-
 def decode_seed(raw: bytes) -> Optional[dict]:
     try:
         d = orjson.loads(raw)
@@ -128,15 +121,15 @@ def fold(tgt: Target, view: Any, spec: str, *, at: Optional[int] = None, on_corr
         if at is not None:
             _check_at(tgt, lv, at, on_corrupt)
         version = version_of(view, spec)
-        ck = None
+        ck = valid = None
         if use_checkpoints and tgt.checkpoints:
-            ck = checkpoint.load(tgt.log, lv, vname, version)
+            ck = valid = checkpoint.load(tgt.log, lv, vname, version)
             if ck is not None and at is not None and ck.seq > at:
-                ck = None
+                ck = None  # past --at: not usable here, but kept (see the save below)
         if ck is not None:
             state, through, start = ck.state, ck.seq, ck.offset
         else:
-            state, through, start = view.initial(), 0, 0
+            state, through, start = _initial(view, vname, tgt), 0, 0
         end = lv.end
         if at is not None:
             # Bisection bounds the read; it answers 0 when a corrupt line is in its way, and
@@ -148,8 +141,10 @@ def fold(tgt: Target, view: Any, spec: str, *, at: Optional[int] = None, on_corr
         state, through = scan.run(state, through, start, end, at)
         res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
                          events_read=scan.events)
+        # Never replace a valid checkpoint by one at a lower sequence (a fold --at after a full
+        # fold): the next full fold would have more to read.
         if (save_checkpoints and tgt.checkpoints and scan.skipped == 0 and scan.last_raw is not None
-                and through > (ck.seq if ck else 0)):
+                and through > (valid.seq if valid else 0)):
             state_json = _state_json(state)
             if state_json is not None:
                 res.saved = checkpoint.save(tgt.log, lv, vname, version, through, scan.last_end, scan.last_raw,
@@ -168,6 +163,32 @@ def _state_json(state: Any) -> Optional[bytes]:
         return b if orjson.loads(b) == state else None
     except orjson.JSONDecodeError:
         return None
+
+
+def _initial(view: Any, vname: str, tgt: Target) -> Any:
+    try:
+        return view.initial()
+    except Exception as e:
+        raise ViewFailed(f"view {vname!r} failed in initial() (before sequence 1 of {tgt.label}): "
+                         f"{type(e).__name__}: {e}") from None
+
+
+def result_json(res: FoldResult, *, indent: bool = False) -> bytes:
+    """``{"log", "view", "through", "state"}`` as JSON; sets and tuples become lists, other
+    objects their repr. A state JSON cannot hold (a key that is not a string, an integer past
+    64 bits, nesting too deep) is ``ViewFailed`` naming the view."""
+    try:
+        return orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2 if indent else 0)
+    except (TypeError, orjson.JSONEncodeError) as e:
+        raise ViewFailed(f"view {res.view!r}: its state through sequence {res.through} of {res.log} cannot be "
+                         f"written as JSON ({e}); use --format pretty, or keep the state to JSON types "
+                         f"(string keys)") from None
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
 
 
 def _finish(view: Any, vname: str, tgt: Target, state: Any, through: int) -> Any:
@@ -284,7 +305,7 @@ def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: Optional[int
         if last_seq is not None and at > last_seq:
             raise BadInput(f"--at {at} is past the end of {tgt.label} (its last seq is {last_seq})")
     types = types_of(view)
-    state, through, n = view.initial(), 0, 0
+    state, through, n = _initial(view, vname, tgt), 0, 0
     for off, raw in lines.iter_lines(lv.fd, 0, lv.end):
         e = decode_seed(raw)
         if e is None:

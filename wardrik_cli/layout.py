@@ -107,9 +107,12 @@ class Root:
     def log_path(self, log_id: str) -> Path:
         return self.path / (validate_log_id(log_id) + LOG_SUFFIX)
 
-    def state_path(self, kind: str, log_id: str, suffix: str) -> Path:
-        """A per-log file of the tool's own, e.g. ``.wardrik/locks/acme/triage.lock``."""
-        return self.tool_dir / kind / (log_id + suffix)
+    def state_path(self, kind: str, log_id: str, name: str) -> Path:
+        """A per-log file of the tool's own, e.g. ``.wardrik/locks/acme/triage@lock``.
+
+        '@' is never in a log id, so log ``a``'s file cannot collide with a folder of log
+        ``a.lock/x`` (as ``a.lock`` would)."""
+        return self.tool_dir / kind / f"{log_id}@{name.lstrip('.@')}"
 
     def exists(self) -> bool:
         return self.path.is_dir()

@@ -88,6 +88,7 @@ class Watermark:
     time: Optional[str] = None
     hash: Optional[str] = None
     first_time_kept: Optional[str] = None
+    mtime_ns: Optional[int] = None
     # The record this one replaced: compaction writes the new record before it renames the new
     # file in, so until the rename lands the old file is described by ``previous``.
     previous: Optional["Watermark"] = None
@@ -129,15 +130,14 @@ class Log:
         return LogView(self, fd)
 
     def read_watermark(self) -> Optional[Watermark]:
+        def build(d: dict, prev: Optional[Watermark]) -> Watermark:
+            return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
+                             d.get("first_time_kept"), d.get("mtime_ns"), prev)
+
         try:
             d = orjson.loads(self.watermark_path.read_bytes())
-            prev = None
-            if isinstance(d.get("previous"), dict):
-                p = d["previous"]
-                prev = Watermark(int(p["inode"]), int(p["next_sequence"]), p.get("time"), p.get("hash"),
-                                 p.get("first_time_kept"))
-            return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
-                             d.get("first_time_kept"), prev)
+            prev = build(d["previous"], None) if isinstance(d.get("previous"), dict) else None
+            return build(d, prev)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -149,12 +149,13 @@ class LogView:
         self.log = log
         self.fd = fd
         if fd is None:
-            self.ino, self.size, self.end = None, 0, 0
+            self.ino, self.size, self.end, self.mtime_ns = None, 0, 0, None
         else:
             st = os.fstat(fd)
-            self.ino = st.st_ino
+            self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
             self.end, self.size = lines.complete_end(fd, st.st_size)
         self.lenient = False
+        self.first_was_damaged = False  # set when a lenient first() stepped over damaged lines
         self._first: Optional[tuple[int, dict]] = None
         self._last: Optional[tuple[int, dict]] = None
 
@@ -198,7 +199,7 @@ class LogView:
                         self._first = (off, decode_event(raw))
                         break
                     except ValueError:
-                        continue
+                        self.first_was_damaged = True
         return self._first
 
     def last(self) -> Optional[tuple[int, dict]]:
@@ -227,8 +228,8 @@ class LogView:
             if first is not None:
                 if int(first[1]["sequence"]) == wm.next_sequence:
                     return wm
-            elif wm.inode == self.ino:
-                return wm
+            elif wm.inode == self.ino or (wm.mtime_ns is not None and wm.mtime_ns == self.mtime_ns):
+                return wm  # this very file, or a copy of it (cp -a, rsync -a keep the mtime)
         return None
 
     def first_seq(self) -> int:

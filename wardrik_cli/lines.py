@@ -149,18 +149,26 @@ def read_line_at(fd: int, start: int, end: int) -> Optional[tuple[int, bytes]]:
     return None
 
 
-def bisect(fd: int, end: int, is_after: Callable[[bytes], bool]) -> int:
-    """Offset of the first complete line for which ``is_after(line)`` holds (``end`` if none),
-    assuming the predicate is False then True along the file."""
+def bisect(fd: int, end: int, is_after: Callable[[bytes], Optional[bool]]) -> int:
+    """Offset of the first complete line for which ``is_after(line)`` is True (``end`` if
+    none), assuming the predicate is False then True along the file. ``is_after`` returns
+    None for a line it cannot read: a probe steps over such lines, and the final scan skips
+    them, so a damaged line the caller does not need is never in the way."""
     lo, hi = 0, end
     while hi - lo > SCAN_THRESHOLD:
         mid = (lo + hi) // 2
         found = line_at_or_after(fd, mid, end)
-        if found is None or found[0] >= hi:
+        verdict = None
+        while found is not None and found[0] < hi:
+            verdict = is_after(found[1])
+            if verdict is not None:
+                break
+            found = read_line_at(fd, found[0] + len(found[1]) + 1, end)
+        if found is None or found[0] >= hi or verdict is None:
             hi = mid
             continue
         start, line = found
-        if is_after(line):
+        if verdict:
             hi = start
         else:
             lo = start + len(line) + 1

@@ -103,8 +103,8 @@ def validate_data(t: EventType, data: Any) -> None:
         if run is not None and not isinstance(run, dict):
             raise BadEvent("data.run must be an object")
         run = run or {}
-        if "id" in run and not (isinstance(run["id"], str) and _HEX32.fullmatch(run["id"])):
-            raise BadEvent("data.run.id must be 32 lowercase hex digits")
+        if "id" in run and not (isinstance(run["id"], str) and _HEX32.fullmatch(run["id"]) and run["id"] != "0" * 32):
+            raise BadEvent("data.run.id must be 32 lowercase hex digits, not all zero (it is the run's trace id)")
         ids = run.get("message_ids")
         if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
             raise BadEvent("data.run.message_ids must be a list of strings")

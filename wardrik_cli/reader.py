@@ -81,18 +81,11 @@ def parse_types(text: Optional[str]) -> Optional[list[str]]:
 def dropped_notice(log: Log, view: LogView, position: int, first_seq: int, deployment: str) -> dict[str, Any]:
     """The ``events.dropped`` a reader at ``position`` gets for events [position+1, first_seq-1]."""
     first = view.first()
-    if first is not None:
-        source, subject, when = first[1].get("source"), first[1].get("subject"), first[1]["time"]
-    else:
-        source = subject = None
-        wm = view.watermark()
-        when = (wm.first_time_kept or wm.time) if wm and (wm.first_time_kept or wm.time) else now()
+    when = first[1]["time"] if first is not None else now()
+    source = first[1].get("source") if first is not None else None
     if not isinstance(source, str):
         source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
-    if log.is_audit or not isinstance(subject, str):
-        subject = "audit" if log.is_audit else f"agents/{log.name}"
-    if not log.is_audit:
-        subject = f"agents/{log.name}"
+    subject = "audit" if log.is_audit else f"agents/{log.name}"
     digest = hashlib.sha256(f"{DROPPED}\0{source}\0{position + 1}\0{first_seq - 1}".encode()).hexdigest()
     h = list(digest[:32])
     h[12] = "8"  # RFC 9562 version 8: a custom, deterministic UUID
@@ -144,6 +137,7 @@ class Reader:
         self.on_corrupt = on_corrupt
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
+        _allow_open_files(len(logs) + 64)  # the merge holds every matched log open at once
         for log in logs:
             view = log.open()
             view.lenient = on_corrupt is not None
@@ -173,6 +167,8 @@ class Reader:
             view = self.views[log.name]
             pos = self.positions[log.name]
             first = view.first_seq()
+            if view.first_was_damaged and view.watermark() is None:
+                continue  # events before a damaged first line were not dropped by retention
             if pos < first - 1:
                 ev = dropped_notice(log, view, pos, first, self.deployment)
                 self.positions[log.name] = first - 1
@@ -332,6 +328,18 @@ class Reader:
 _UNTIL = object()  # sentinel: a stream reached --until
 
 
+def _allow_open_files(n: int) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < n:
+        want = n if hard == resource.RLIM_INFINITY else min(n, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass  # the open that fails will say so, as one error line
+
+
 def _find_all(block: bytes, marker: bytes) -> Iterator[int]:
     i = block.find(marker)
     while i >= 0:
@@ -346,7 +354,11 @@ def resolve_logs(root: Root, patterns: list[str]) -> list[Log]:
     found = set(ids)
     for p in patterns:
         if not has_wildcards(p) and p not in found:
-            raise NoSuchLog(f"no log {p!r} under {root.path} (patterns with * or ? may match nothing; a literal id must exist)")
+            import difflib  # only on this error path: name the closest logs there are
+            close = difflib.get_close_matches(p, list(root.iter_log_ids()), n=3, cutoff=0.8)
+            hint = f"did you mean {', '.join(close)}?" if close else \
+                "patterns with * or ? may match nothing; a literal id must exist"
+            raise NoSuchLog(f"no log {p!r} under {root.path} ({hint})")
     return [Log.agent(root, i) for i in ids]
 
 

@@ -296,10 +296,11 @@ def clean_stale(root: Root) -> list[Path]:
 # one log
 # ---------------------------------------------------------------------------
 def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[int, bytes],
-                    first_kept: Optional[dict]) -> bytes:
+                    first_kept: Optional[dict], new_mtime_ns: int) -> bytes:
     raw = last_dropped[1]
     ev = decode_event(raw)
-    rec: dict = {"inode": new_ino, "next_sequence": next_seq, "time": ev["time"],
+    # inode and mtime identify the new file while it is empty (a copy keeps the mtime).
+    rec: dict = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": ev["time"],
                  "hash": hashlib.sha256(raw + b"\n").hexdigest(),
                  "first_time_kept": first_kept["time"] if first_kept else None}
     try:
@@ -397,7 +398,8 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                 res.bytes_after = end1 - cut
                 # Step 4: the new file is durable before anything points at it.
                 os.fsync(tfd)
-                new_ino = os.fstat(tfd).st_ino
+                st_new = os.fstat(tfd)
+                new_ino = st_new.st_ino
                 last_dropped = lines.last_line(wfd, cut)
                 first_kept_line = lines.first_line(tfd, end1 - cut)
                 first_kept = decode_event(first_kept_line[1]) if first_kept_line else None
@@ -410,7 +412,8 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                     res.kept = 0
                 res.dropped = next_seq - first_seq
                 # Step 5: the record, carrying the one it replaces, before the rename.
-                _write_atomic(log.watermark_path, _watermark_json(log, new_ino, next_seq, last_dropped, first_kept))
+                _write_atomic(log.watermark_path, _watermark_json(log, new_ino, next_seq, last_dropped, first_kept,
+                                                                            st_new.st_mtime_ns))
                 # Step 6: the rename, made durable.
                 os.rename(tmp, log.path)
                 renamed = True
@@ -455,7 +458,10 @@ def sweep(root: Root, retention: str, *, dry_run: bool = False, wait: bool = Fal
     """Compact every log under ``root``; a log that fails is recorded and the others still swept."""
     root.require()
     delta = parse_duration(retention)
-    cutoff = format_dt((now or datetime.now(timezone.utc)) - delta)
+    try:
+        cutoff = format_dt((now or datetime.now(timezone.utc)) - delta)
+    except OverflowError:
+        cutoff = format_dt(datetime.min)  # a retention longer than history keeps everything
     result = SweepResult(cutoff, retention, dry_run)
     if not dry_run:
         why = _root_read_only(root)

@@ -25,7 +25,12 @@ def format_ns(ns: int) -> str:
 def format_dt(dt: datetime) -> str:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        u = dt.astimezone(timezone.utc)
+    except OverflowError:  # an offset pushed it past year 1 or 9999
+        u = (datetime.min if dt.year < 5000 else datetime.max).replace(tzinfo=timezone.utc)
+    # Four-digit years always: stored times compare as strings.
+    return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
 
 
 def now() -> str:
@@ -41,14 +46,23 @@ def parse_duration(text: str) -> timedelta:
     m = _DURATION_RE.fullmatch(text.strip()) if isinstance(text, str) else None
     if not m:
         raise BadDuration(f"bad duration {text!r}: use a whole number and a unit, e.g. 30s, 90m, 12h, 7d, 4w")
-    return timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+    seconds = int(m.group(1)) * _UNITS[m.group(2)]
+    if seconds > MAX_DURATION_S:
+        raise BadDuration(f"bad duration {text!r}: longer than 9999 years")
+    return timedelta(seconds=seconds)
+
+
+MAX_DURATION_S = 9999 * 366 * 86400
 
 
 def parse_time_arg(text: str, *, now_dt: datetime | None = None) -> str:
     """A --since/--until value (RFC 3339, no offset meaning UTC, or a duration ago) as a stored time string."""
     if _DURATION_RE.fullmatch(text.strip()):
         base = now_dt or datetime.now(timezone.utc)
-        return format_dt(base - parse_duration(text))
+        try:
+            return format_dt(base - parse_duration(text))
+        except OverflowError:
+            return format_dt(datetime.min)  # further back than any event
     s = text.strip()
     if s.endswith(("z", "Z")):
         s = s[:-1] + "+00:00"

@@ -11,6 +11,8 @@ The protocol (duck-typed, so any object will do):
   sequence of the last event read (applied or skipped); the ``state`` view sets
   ``applied_through`` there, so skipped lines still count.
 - optional ``render(state)``: something Rich can print (or a string), for ``--format pretty``.
+  A view whose ``initial``, ``apply``, ``finish`` or ``render`` raises ends the fold with one
+  ``ViewFailed`` error naming the view (and the sequence), never a traceback.
 - optional ``version``: a string that changes whenever the view's code changes what it
   computes. A checkpoint carries it; one with another version is discarded. A custom view
   without one gets the hash of its module's source file.
@@ -251,23 +253,25 @@ class TimelineView:
 # activity
 # ---------------------------------------------------------------------------
 class ActivityView:
-    """What an agent is doing now: running tool calls, else its open model call or wait.
+    """What an agent is doing now: running tool calls, else the last thing it started.
 
     State: ``tools`` (the stored tool_call.started events still running, oldest first),
-    ``open`` (the last message.started / input.requested, while not ended), ``pending``
-    (ids of messages received and not yet taken by a run.started, in arrival order).
+    ``last`` (the last message.started / input.requested of the current run, whether or not
+    it has completed since: the contract's "the last thing the agent started"; None before
+    any in the run and once the run ends), ``pending`` (ids of messages received and not yet
+    taken by a run.started, in arrival order).
     """
 
     name = "activity"
-    version = "activity/1"
+    version = "activity/2"  # /1 cleared a model call or wait when it completed
     types = frozenset({
         P + "run.started", P + "run.completed", P + "run.failed", P + "message.received",
-        P + "message.started", P + "message.completed", P + "tool_call.started",
-        P + "tool_call.completed", P + "tool_call.failed", P + "input.requested", P + "input.received",
+        P + "message.started", P + "tool_call.started", P + "tool_call.completed", P + "tool_call.failed",
+        P + "input.requested",
     })
 
     def initial(self) -> dict:
-        return {"tools": [], "open": None, "pending": []}
+        return {"tools": [], "last": None, "pending": []}
 
     def apply(self, s: dict, e: dict) -> dict:
         t = e.get("type")
@@ -278,17 +282,7 @@ class ActivityView:
             cid = _g(d, "tool", "call", "id")
             s["tools"] = [x for x in s["tools"] if _g(x, "data", "tool", "call", "id") != cid]
         elif t == P + "message.started" or t == P + "input.requested":
-            s["open"] = e
-        elif t == P + "message.completed":
-            o = s["open"]
-            if o is not None and o.get("type") == P + "message.started" and \
-                    _g(o, "data", "message", "id") == _g(d, "message", "id"):
-                s["open"] = None
-        elif t == P + "input.received":
-            o = s["open"]
-            if o is not None and o.get("type") == P + "input.requested" and \
-                    _g(o, "data", "request", "id") == _g(d, "request", "id"):
-                s["open"] = None
+            s["last"] = e  # stays after its message.completed / input.received: still the last started
         elif t == P + "message.received":
             mid = _g(d, "message", "id")
             if mid is not None and mid not in s["pending"]:
@@ -298,9 +292,9 @@ class ActivityView:
             if isinstance(taken, list) and taken:
                 gone = set(x for x in taken if isinstance(x, str))
                 s["pending"] = [m for m in s["pending"] if m not in gone]
-            s["tools"], s["open"] = [], None  # a new run: whatever the last one left open is over
+            s["tools"], s["last"] = [], None  # a new run: whatever the last one left open is over
         elif t == P + "run.completed" or t == P + "run.failed":
-            s["tools"], s["open"] = [], None
+            s["tools"], s["last"] = [], None
         return s
 
     def render(self, s: dict) -> Any:
@@ -310,7 +304,7 @@ class ActivityView:
 
 def activity_of(state: dict) -> dict:
     """The contract's ``{"doing", "since", "pending"}`` from an activity view's state."""
-    doing = list(state["tools"]) if state["tools"] else ([state["open"]] if state["open"] is not None else [])
+    doing = list(state["tools"]) if state["tools"] else ([state["last"]] if state["last"] is not None else [])
     since = doing[0].get("time") if doing else None
     return {"doing": doing, "since": since, "pending": len(state["pending"])}
 
@@ -362,6 +356,32 @@ def load(spec: str) -> Any:
     if not is_view(obj):
         raise BadView(f"view {spec!r} is not a view: a view has initial() and apply(state, event)")
     return obj
+
+
+class Rendering:
+    """A view's ``render`` for ``--format pretty``, its failures made ``ViewFailed``: a
+    ``render`` that raises, or returns what Rich cannot print, names the view and the
+    sequence its state is through. Pass it where the view's ``render`` is looked up."""
+
+    def __init__(self, view: Any, vname: str, log: str, through: int):
+        self.view, self.vname, self.log, self.through = view, vname, log, through
+
+    def render(self, state: Any) -> Any:
+        """What the view's render gives, or None (no render: the printer's default applies)."""
+        from rich.protocol import is_renderable
+
+        fn = getattr(self.view, "render", None)
+        if fn is None:
+            return None
+        where = f"view {self.vname!r} failed in render() of its state through sequence {self.through} of {self.log}"
+        try:
+            shown = fn(state)
+        except Exception as e:
+            raise ViewFailed(f"{where}: {type(e).__name__}: {e}") from None
+        if shown is not None and not is_renderable(shown):
+            raise ViewFailed(f"{where}: it returned a {type(shown).__name__}, which is not something Rich can print "
+                             f"(return a string or a Rich renderable)")
+        return shown
 
 
 def name_of(view: Any, spec: str) -> str:

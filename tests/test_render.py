@@ -1,0 +1,250 @@
+"""Rendering: the summary line of every protocol type, the row layout, colour, --local, -v, deltas."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import run_cli
+from wardrik_cli import render
+from wardrik_cli.protocol import catalogue
+from wardrik_cli.summary import family, summarize
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_ledgers"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# One event per protocol type, with what its summary line must say.
+CASES = {
+    "run.started": ({"run": {"id": "f2c6a2b45b3d240a9ca194f070c4a976", "message_ids": ["msg_1"]}, "task": "Find the cause"},
+                    ["run f2c6a2b4", "task: Find the cause", "takes msg_1"]),
+    "run.completed": ({"answer": "Rollback of v841 fixed it: checkout p99 is back to ~200 ms. Incident closed now for good."},
+                      ["answer: Rollback of v841 fixed it:", "…"]),
+    "run.failed": ({"error": {"message": "permission denied"}}, ["error: permission denied"]),
+    "message.received": ({"message": {"id": "msg_1"}, "from": "pagerduty", "text": "p99 spiked"},
+                         ["msg_1", "from pagerduty", "p99 spiked"]),
+    "message.started": ({"message": {"id": "m1"}, "model": "claude"}, ["m1", "claude"]),
+    "message.completed": ({"message": {"id": "m1"}, "text": "Looking at metrics", "stop_reason": "tool_use"},
+                          ["m1", "Looking at metrics", "tool_use"]),
+    "reasoning.completed": ({"message": {"id": "m1"}, "text": "deploys first"}, ["m1", "deploys first"]),
+    "tool_call.started": ({"tool": {"name": "query_metrics", "call": {"id": "t1"}, "args": {"service": "checkout"}}},
+                          ["query_metrics (t1)", "service=checkout"]),
+    "tool_call.completed": ({"tool": {"name": "query_metrics", "call": {"id": "t1"}}, "output": "p99 1.8 s"},
+                            ["query_metrics (t1)", "→ p99 1.8 s"]),
+    "tool_call.failed": ({"tool": {"name": "fetch", "call": {"id": "t2"}}, "error": {"message": "timeout"}},
+                         ["fetch (t2)", "error: timeout"]),
+    "input.requested": ({"request": {"id": "req_1", "prompt": "Close the incident?"}}, ["req_1", "Close the incident?"]),
+    "input.received": ({"request": {"id": "req_1"}, "answer": "yes, close it"}, ["req_1", "yes, close it"]),
+    "trigger.fired": ({"trigger": {"name": "daily"}, "status": "asked"}, ["daily", "asked"]),
+    "message.delta": ({"message": {"id": "m1"}, "delta": "The roll"}, ["m1", "The roll"]),
+    "reasoning.delta": ({"message": {"id": "m1"}, "delta": "hmm"}, ["m1", "hmm"]),
+    "tool_call.progress": ({"tool": {"name": "search", "call": {"id": "t3"}}, "message": "40% done"},
+                           ["search (t3)", "40% done"]),
+    "activity.changed": ({"doing": [{"type": "wardrik.tool_call.started",
+                                     "data": {"tool": {"name": "grep", "call": {"id": "c1"}}}}], "pending": 2},
+                         ["tool grep (c1)", "pending 2"]),
+    "agent.created": ({"agent": {"id": "acme/triage"}, "actor": "alice@acme.io", "assumed_by": []},
+                      ["acme/triage by alice@acme.io"]),
+    "agent.configured": ({"agent": {"id": "acme/billing"}, "actor": "bob", "assumed_by": ["svc:prov"]},
+                         ["acme/billing by bob via svc:prov"]),
+    "agent.forgotten": ({"agent": {"id": "acme/old"}, "actor": "carol", "assumed_by": ["sre", "svc:janitor"]},
+                        ["acme/old by carol via sre → svc:janitor"]),
+    "trigger.created": ({"trigger": {"name": "daily"}, "actor": "alice"}, ["daily by alice"]),
+    "trigger.deleted": ({"trigger": {"name": "daily"}, "actor": "alice"}, ["daily by alice"]),
+    "events.dropped": ({"log": "acme/triage", "count": 12}, ["12 events of acme/triage dropped by retention"]),
+}
+
+
+def test_every_protocol_type_has_a_case():
+    assert sorted(CASES) == sorted(t.name for t in catalogue())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_summary_line(name):
+    data, wanted = CASES[name]
+    line = summarize({"type": "wardrik." + name, "data": data})
+    assert "\n" not in line
+    for w in wanted:
+        assert w in line, (name, line)
+
+
+def test_families_are_the_documented_ones():
+    assert family("wardrik.reasoning.delta") == "message"
+    assert family("trigger.created") == "audit" and family("trigger.fired") == "trigger"
+    assert family("wardrik.events.dropped") == "dropped" and family("agent.forgotten") == "audit"
+    assert {family(t.name) for t in catalogue()} <= set(render.STYLES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(CASES)),
+       st.recursive(st.none() | st.booleans() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c), max_leaves=10))
+def test_summary_never_raises_and_stays_one_line(name, data):
+    for d in (data, {"tool": data, "message": data, "run": data, "answer": data, "doing": data}):
+        line = summarize({"type": "wardrik." + name, "data": d})
+        assert isinstance(line, str) and "\n" not in line and "\r" not in line
+
+
+class Item:
+    def __init__(self, log, event):
+        self.log, self.event, self.raw = log, event, b""
+        self.seq = int(event["sequence"]) if event.get("sequence") else None
+
+
+def _console(width=80):
+    from rich.console import Console
+    return Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+
+
+def _ev(seq, typ, data, t="2026-10-22T09:00:05.200000Z"):
+    e = {"type": "wardrik." + typ, "time": t, "data": data}
+    if seq is not None:
+        e["sequence"] = f"{seq:012d}"
+    return e
+
+
+def test_rows_never_cut_time_log_seq_or_type_at_80_columns():
+    c = _console(80)
+    long_task = "a very long task description " * 10
+    items = [Item("acme/support", _ev(9999, "tool_call.completed", {"tool": {"name": "lookup_refund", "call": {"id": "s1t2"}}, "output": long_task})),
+             Item("acme/triage", _ev(2, "run.started", {"task": long_task}))]
+    render.print_events(items, c=c)
+    lines = c.file.getvalue().splitlines()
+    assert all(len(l) <= 80 for l in lines)
+    rows = [l for l in lines if l.startswith("09:00:05")]
+    assert len(rows) == 2
+    assert "acme/support 9999 tool_call.completed  lookup_refund (s1t2) → a very" in rows[0]
+    assert rows[0].endswith("…") and "run.started" in rows[1]
+    assert lines[1].startswith("2026-10-22 UTC ")  # the day line under the header
+
+
+def test_sparse_events_show_the_date_on_every_row():
+    c = _console(80)
+    items = [Item("audit", _ev(i, "agent.created", {"agent": {"id": f"a{i}"}, "actor": "x"}, f"2026-10-2{i}T16:00:00.000000Z"))
+             for i in range(1, 5)]
+    render.print_events(items, c=c)
+    out = c.file.getvalue()
+    assert "2026-10-21 16:00:00 audit   1 agent.created" in out and "UTC ─" not in out
+
+
+def test_follow_printer_streams_deltas_under_their_message():
+    p = render.FollowPrinter()
+    p.c = _console(70)
+    p.lines.c = p.c
+    p(Item("acme/t", _ev(5, "message.started", {"message": {"id": "m9"}})))
+    for chunk in ["The roll", "back of v841 ", "fixed it.\nNext: watch ", "p99 for an hour or two, ",
+                  "then close the incident and write the report for the team."]:
+        p(Item("acme/t", _ev(None, "message.delta", {"message": {"id": "m9"}, "delta": chunk})))
+    p(Item("acme/t", _ev(6, "message.completed", {"message": {"id": "m9"}})))
+    p(Item("acme/t", {"type": "wardrik.events.dropped", "time": "2026-10-22T09:00:06.000000Z",
+                      "data": {"log": "acme/t", "count": 3}}))
+    lines = p.c.file.getvalue().splitlines()
+    text = [l for l in lines if l.startswith(" " * 9)]
+    assert text[0].startswith("         m9 ▸ The rollback of v841")
+    assert "".join(l.strip() + " " for l in text).replace("  ", " ").strip().endswith("write the report for the team.")
+    assert len(text) >= 3 and all(len(l) <= 70 for l in lines)  # wrapped at the width, indented
+    assert "message.completed" in lines[-2] and "⚠ 3 events of acme/t" in lines[-1]
+    assert " – events.dropped" in lines[-1]
+    p.close()
+
+
+def _copy(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE, dst, ignore=shutil.ignore_patterns("build.py", "__pycache__"))
+    return dst
+
+
+def test_colour_only_when_asked_or_on_a_terminal(tmp_path):
+    root = _copy(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    plain = run_cli("page", "acme/triage", "-F", "pretty", root=root, env={"NO_COLOR": ""})
+    assert plain.returncode == 0 and b"\x1b[" not in plain.stdout  # a pipe: no colour
+    forced = run_cli("--color", "always", "page", "acme/triage", "-F", "pretty", root=root)
+    assert b"\x1b[" in forced.stdout  # always wins, NO_COLOR (set by conftest) or not
+    never = run_cli("--color", "never", "page", "acme/triage", "-F", "pretty", root=root, env=env)
+    assert b"\x1b[" not in never.stdout
+    assert ANSI.sub("", forced.stdout.decode()) .splitlines()[2:5] == never.stdout.decode().splitlines()[2:5]
+
+
+def test_no_color_is_honoured_on_a_terminal(tmp_path):
+    """In a real pty: colour by default, none with NO_COLOR."""
+    import pty
+    import subprocess
+
+    root = _copy(tmp_path)
+    from conftest import WARDRIK
+    outs = {}
+    for name, extra in (("colour", {}), ("no_color", {"NO_COLOR": "1"})):
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        env.update(extra, TERM="xterm-256color", COLUMNS="100")
+        master, slave = pty.openpty()
+        p = subprocess.Popen([WARDRIK, "--root", str(root), "page", "acme/triage", "--limit", "3"],
+                             stdout=slave, stderr=slave, env=env)
+        os.close(slave)
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        p.wait(timeout=30)
+        os.close(master)
+        outs[name] = buf
+    assert _colours(outs["colour"]) and b"message.received" in outs["colour"]
+    # NO_COLOR (no-color.org) removes colour; bold and dim may stay
+    assert not _colours(outs["no_color"]) and b"message.received" in outs["no_color"]
+
+
+def _colours(out: bytes) -> set:
+    """The colour codes (foreground/background) among the SGR sequences of some output."""
+    found = set()
+    for params in re.findall(rb"\x1b\[([0-9;]*)m", out):
+        for p in params.split(b";"):
+            if p and (30 <= int(p) <= 49 or 90 <= int(p) <= 107):
+                found.add(int(p))
+    return found
+
+
+def test_local_and_verbose(tmp_path):
+    root = _copy(tmp_path)
+    utc = run_cli("page", "acme/triage", "--limit", "2", "-F", "pretty", root=root).stdout.decode()
+    assert "08:59:58" in utc and "2026-10-22 UTC" in utc
+    tokyo = run_cli("--local", "page", "acme/triage", "--limit", "2", "-F", "pretty", root=root,
+                    env={"TZ": "Asia/Tokyo"}).stdout.decode()
+    assert "17:59:58" in tokyo and "2026-10-22 +09:00" in tokyo
+    verbose = run_cli("-v", "page", "acme/triage", "--limit", "2", "-F", "pretty", root=root).stdout.decode()
+    assert '"from": "pagerduty"' in verbose and '"message_ids": [' in verbose
+    # -v does not change machine formats
+    assert run_cli("-v", "page", "acme/triage", "--limit", "2", root=root).stdout == \
+        run_cli("page", "acme/triage", "--limit", "2", root=root).stdout
+
+
+def test_pretty_page_of_the_sample_at_80_columns(tmp_path):
+    root = _copy(tmp_path)
+    p = run_cli("page", "acme/*", "-F", "pretty", root=root, env={"COLUMNS": "80"})
+    lines = p.stdout.decode().splitlines()
+    assert p.returncode == 0 and lines[-1].startswith("next: ")
+    rows = [l for l in lines if re.match(r"\d\d:\d\d:\d\d ", l)]
+    assert len(rows) == 82
+    assert all(len(l) <= 80 for l in lines[:-1])
+    assert not any("2026-10-2…" in l for l in lines)
+    # every type is shown whole
+    assert all(re.match(r"\d\d:\d\d:\d\d acme/\w+ +\d+ [a-z_]+\.[a-z]+ ", l) for l in rows)
+
+
+def test_check_and_types_pretty(tmp_path):
+    root = _copy(tmp_path)
+    with open(root / "acme" / "digest.jsonl", "ab") as f:
+        f.write(b'{"half a line')
+    p = run_cli("check", "-F", "pretty", root=root, env={"COLUMNS": "100"})
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "warning:" in out and "acme/digest" in out and "1 warning" in out
+    assert re.search(r"acme/triage +[\d.]+ kB +ok", out)
+    t = run_cli("types", "-F", "pretty", root=root, env={"COLUMNS": "80"}).stdout.decode()
+    assert all(name in t for name in CASES)

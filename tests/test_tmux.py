@@ -1,0 +1,122 @@
+"""The real CLI in a real terminal (tmux): tail -f and activity --watch, as a person sees them.
+
+Each test runs its own tmux server on a private socket, types the command with send-keys,
+reads the screen with capture-pane (polling until the text shows, up to a deadline; never a
+fixed sleep as an assertion), and kills the server at the end.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import WARDRIK, run_cli
+
+TMUX = shutil.which("tmux") or "/usr/bin/tmux"
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_ledgers"
+pytestmark = pytest.mark.skipif(not os.path.exists(TMUX), reason="tmux is not installed")
+
+
+class Term:
+    def __init__(self, tmp_path: Path, width: int = 100, height: int = 30) -> None:
+        self.sock = f"wardrik-test-{uuid.uuid4().hex[:10]}"
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
+        env["HOME"] = str(tmp_path)
+        self.env = env
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "bash --norc --noprofile")
+        self.send("export PS1='$ ' NO_COLOR= TERM=xterm-256color; clear")
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run([TMUX, "-L", self.sock, *args], capture_output=True, text=True, env=self.env,
+                              timeout=20).stdout
+
+    def send(self, line: str) -> None:
+        self.tmux("send-keys", "-t", "t", "-l", line)
+        self.tmux("send-keys", "-t", "t", "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, pattern: str, timeout: float = 10.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if re.search(pattern, s, re.M):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} never appeared; the screen:\n{s}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        subprocess.run([TMUX, "-L", self.sock, "kill-server"], capture_output=True, timeout=20)
+
+
+@pytest.fixture
+def term(tmp_path):
+    t = Term(tmp_path)
+    try:
+        yield t
+    finally:
+        t.kill()
+
+
+@pytest.fixture
+def sample(tmp_path):
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns("build.py", "__pycache__"))
+    return root
+
+
+def test_tail_f_shows_an_event_appended_from_outside(term, sample):
+    term.send(f"{WARDRIK} --root {sample} tail -f 'acme/*' -n 2; echo rc=$?")
+    term.wait_for(r"msg_s2 · from customer:5120")  # the last two events, read back
+    run_cli("append", "acme/triage", "tool_call.started", "--data",
+            '{"tool": {"name": "query_metrics", "call": {"id": "t42"}}}', root=sample, check=True)
+    s = term.wait_for(r"acme/triage +28 tool_call\.started +query_metrics \(t42\)")
+    assert re.search(r"^\d\d\d\d-\d\d-\d\d UTC ─", s, re.M)  # a day line before the new day's event
+    # live text streams under its message, then the message's own row ends it
+    run_cli("append", "acme/triage", "message.delta", "--data", '{"message": {"id": "m7"}, "delta": "Rolling "}',
+            root=sample, check=True)
+    run_cli("append", "acme/triage", "message.delta", "--data", '{"message": {"id": "m7"}, "delta": "back v841."}',
+            root=sample, check=True)
+    term.wait_for(r"^ {9}m7 ▸ Rolling back v841\.")
+    run_cli("append", "acme/triage", "message.completed", "--data", '{"message": {"id": "m7"}}', root=sample, check=True)
+    s = term.wait_for(r"acme/triage +29 message\.completed")
+    lines = s.splitlines()
+    i = next(n for n, l in enumerate(lines) if "m7 ▸ Rolling back v841." in l)
+    assert any("29 message.completed" in l for l in lines[i + 1:])
+    term.keys("C-c")
+    s = term.wait_for(r"rc=\d+")
+    assert "rc=0" in s and "Traceback" not in s
+
+
+def test_activity_watch_updates_on_start_and_end_and_quits_on_ctrl_c(term, sample):
+    term.send(f"{WARDRIK} --root {sample} activity 'acme/*' --watch; echo rc=$?")
+    s = term.wait_for(r"acme/triage +idle")
+    assert "activity at" in s and "Ctrl-C quits" in s
+    assert re.search(r"acme/support +tool lookup_order \(s1t1\), tool lookup_refund", s)
+    run_cli("append", "acme/triage", "tool_call.started", "--data",
+            '{"tool": {"name": "grep_logs", "call": {"id": "t77"}}}', root=sample, check=True)
+    s = term.wait_for(r"acme/triage +tool grep_logs \(t77\) +\d")
+    # the "for" column ticks while nothing changes
+    first = re.search(r"acme/triage +tool grep_logs \(t77\) +([\d.]+ (?:ms|s))", s).group(1)
+    term.wait_for(r"acme/triage +tool grep_logs \(t77\) +(?!" + re.escape(first) + r"\b)[\d.]+ (?:ms|s)")
+    run_cli("append", "acme/triage", "tool_call.completed", "--data",
+            '{"tool": {"name": "grep_logs", "call": {"id": "t77"}}}', root=sample, check=True)
+    term.wait_for(r"acme/triage +idle")
+    # a message waiting for a run shows as pending
+    run_cli("append", "acme/billing", "message.received", "--data", '{"message": {"id": "msg_b9"}}',
+            root=sample, check=True)
+    term.wait_for(r"acme/billing +idle .* 1\s*$")
+    term.keys("C-c")
+    s = term.wait_for(r"rc=\d+")
+    assert "rc=0" in s and "Traceback" not in s and "KeyboardInterrupt" not in s
