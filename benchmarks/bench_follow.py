@@ -62,10 +62,13 @@ def wait_for(watchers: list[Watch], ids: list[str], timeout: float = 5.0) -> Non
 
 
 def main() -> None:
+    global WARDRIK
     ap = argparse.ArgumentParser()
     ap.add_argument("--appends", type=int, default=200)
     ap.add_argument("--idle", type=float, default=10.0)
+    ap.add_argument("--wardrik", default=WARDRIK, help="the wardrik executable to measure")
     a = ap.parse_args()
+    WARDRIK = a.wardrik
     tmp = Path(tempfile.mkdtemp(prefix="wardrik-bench-"))
     root = tmp / "root"
     root.mkdir()

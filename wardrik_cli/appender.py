@@ -19,11 +19,9 @@ Only after step 6 does the caller print: printed means durable.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -42,14 +40,14 @@ from .protocol import AUDIT, KEPT, LIVE, EventType, RUN_CLOSERS, RUN_OPENERS, lo
 RUN_LOOKBACK_LINES = 2000
 
 
-@dataclass
 class Item:
-    """One event to append, validated."""
+    """One event to append, validated (see ``make_item``)."""
 
-    etype: EventType
-    data: dict
-    subject: Optional[str] = None
-    traceparent: Optional[str] = None
+    __slots__ = ("etype", "data", "subject", "traceparent")
+
+    def __init__(self, etype: EventType, data: dict, subject: Optional[str] = None,
+                 traceparent: Optional[str] = None):
+        self.etype, self.data, self.subject, self.traceparent = etype, data, subject, traceparent
 
 
 def make_item(type_name: str, data: Any, subject: Optional[str] = None, traceparent: Optional[str] = None,
@@ -179,7 +177,7 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
             last = view.last()
             if last is not None:
                 next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
-                prev_hash = hashlib.sha256(lines.last_line(fd, view.end)[1] + b"\n").hexdigest() if log.is_audit else None
+                prev_hash = _sha256(lines.last_line(fd, view.end)[1] + b"\n") if log.is_audit else None
             else:
                 wm = view.watermark()
                 next_seq = wm.next_sequence if wm else 1
@@ -203,13 +201,19 @@ def append(root: Root, log: Log, items: list[Item], *, deployment: str, sync: bo
                                     prevhash=prev_hash if log.is_audit else None)
                 line = dumps_line(event)
                 if log.is_audit:
-                    prev_hash = hashlib.sha256(line).hexdigest()
+                    prev_hash = _sha256(line)
                 out.append(line)
             _write_all(fd, out, label, sync)
             _save_verified(log, fd, tracker.open_trace)
             return out
         finally:
             os.close(fd)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # audit appends only; agents' appends do not pay for it at start-up
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _verified_path(log: Log) -> Path:

@@ -197,10 +197,9 @@ def audit_record(
         --actor user:alice@acme.io --assumed-by role:ops \\
         --data '{"agent": {"id": "acme/old"}}'
     """
-    from .audit import make_record, record
+    from .audit import record
 
     payload = parse_json(read_arg_bytes(data, "--data"), "--data") if data is not None else {}
-    make_record(type_, subject, payload, actor, assumed_by or [])  # refuse before touching anything
     root = CTX.root
     line = record(root, type_, subject, payload, actor, assumed_by or [], CTX.deployment_arg, warn=warn)
     from .cli import _print_appended
@@ -278,69 +277,14 @@ def audit_tail(
 
       wardrik audit tail -f --types agent.forgotten,trigger.deleted
     """
-    root = CTX.root
-    follow_mod = _follow_module()
-    if follow_mod is not None:
-        from .ledger import Log
-        from .reader import Filters, parse_types
-        filters = Filters.build(parse_types(types))
-        start = load_cursor(after, cursor_file)
-        root.require()
-        follow_mod.run_tail(root, lambda: [Log.audit(root)], after=start, n=n, follow=follow, filters=filters,
-                            deployment=CTX.deployment(), on_corrupt=skip_corrupt_handler(skip_corrupt), fmt=fmt,
-                            cursor_file=cursor_file)
-        return
-    if follow:
-        from .errors import BadInput
-        raise BadInput("audit tail -f needs the follow module, which this build does not have yet")
-    _audit_tail_once(root, n, after, cursor_file, types, skip_corrupt, fmt)
-
-
-def _follow_module():
-    """The follow issue's reusable tail, when this build has it."""
-    try:
-        from . import cli_follow
-    except ImportError:
-        return None
-    return cli_follow if hasattr(cli_follow, "run_tail") else None
-
-
-def _audit_tail_once(root, n: int, after, cursor_file, types, skip_corrupt: bool, fmt) -> None:
-    from . import output
-    from .cursor import write_file
+    from .cli_follow import run_tail
     from .ledger import Log
-    from .reader import Filters, Reader, parse_types
+    from .reader import Filters, parse_types
 
+    root = CTX.root
     filters = Filters.build(parse_types(types))
-    root.require()
-    log = Log.audit(root)
     start = load_cursor(after, cursor_file)
-    if start is None:
-        with log.open() as view:
-            last, first = view.last_seq(), view.first_seq()
-        # The last n: start n before the end, never before the first kept event (no notice).
-        start = {log.name: max(last - n, first - 1, 0)}
-        limit = None
-    else:
-        limit = None
-    fmt = output.choose(fmt, Format.jsonl)
-    with Reader([log], start, filters=filters, deployment=CTX.deployment(), limit=limit,
-                on_corrupt=skip_corrupt_handler(skip_corrupt)) as reader:
-        items = list(reader) if fmt == Format.pretty else None
-        if fmt == Format.pretty:
-            from . import render
-            from .cursor import encode
-            render.print_page(iter(items), lambda: encode(reader.next))
-        else:
-            for it in reader:
-                if fmt == Format.json:
-                    import orjson
-                    output.write_line(orjson.dumps(it.event))
-                else:
-                    output.write_line(it.raw)
-                if cursor_file is not None:
-                    output.flush()
-                    write_file(cursor_file, reader.next)
-        output.flush()
-        if cursor_file is not None:
-            write_file(cursor_file, reader.next)
+    root.require()
+    run_tail(root, lambda: [Log.audit(root)], after=start, n=n, follow=follow, filters=filters,
+             deployment=CTX.deployment(), on_corrupt=skip_corrupt_handler(skip_corrupt), fmt=fmt,
+             cursor_file=cursor_file)

@@ -15,13 +15,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from .errors import BadEvent
-from .protocol import PREFIX, EventType
+from .protocol import PREFIX, RUN_CLOSERS, EventType
 from .timefmt import format_ns
 
 SEQ_WIDTH = 12
@@ -79,11 +78,11 @@ def audit_source(deployment: str) -> str:
     return f"wardrik://{deployment}/audit"
 
 
-@dataclass
 class RunTracker:
     """Which run is open in a log, so that appended events join its trace."""
 
-    open_trace: str | None = None
+    def __init__(self, open_trace: str | None = None):
+        self.open_trace = open_trace
 
     def trace_for(self, etype: EventType, data: dict, given: str | None) -> tuple[str, str]:
         """(trace id, span id) for the next event; updates the open run."""
@@ -92,16 +91,14 @@ class RunTracker:
             given_trace, given_span = parse_traceparent(given)
         if etype.name == "run.started":
             run = data.get("run") or {}
-            run_id = run.get("id")
-            if run_id and given_trace and run_id != given_trace:
-                raise BadEvent(f"data.run.id {run_id} and --trace trace id {given_trace} disagree")
+            run_id = run.get("id")  # appender.make_item refused a run.id that disagrees with --trace
             trace = given_trace or run_id or new_trace_id()
             if not run_id:
                 data["run"] = {**run, "id": trace}
             self.open_trace = trace
         else:
             trace = given_trace or self.open_trace or new_trace_id()
-            if etype.name in ("run.completed", "run.failed"):
+            if etype.full in RUN_CLOSERS:
                 self.open_trace = None
         return trace, given_span or new_span_id()
 

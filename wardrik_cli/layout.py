@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -26,7 +24,7 @@ MAX_LOG_ID = 200
 AUDIT_NAME = "audit"  # the audit log's name in cursors and dropped notices
 _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _LOG_ID_RE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
-_DEPLOYMENT_RE = re.compile(r"[a-z0-9][a-z0-9.-]*")
+_DEPLOYMENT_RE = r"[a-z0-9][a-z0-9.-]*"
 DEFAULT_DEPLOYMENT = "local"
 
 
@@ -55,7 +53,7 @@ def validate_log_id(text: str) -> str:
 
 
 def validate_deployment(name: str) -> str:
-    if len(name) <= 63 and _DEPLOYMENT_RE.fullmatch(name):
+    if len(name) <= 63 and re.fullmatch(_DEPLOYMENT_RE, name):
         return name
     raise BadInput(f"bad deployment name {name!r}: use lowercase letters, digits, '.' and '-', at most 63 characters")
 
@@ -81,10 +79,13 @@ def pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts), re.DOTALL)
 
 
-@dataclass(frozen=True)
 class Config:
-    deployment: str | None = None
-    retention: str | None = None
+    """What ``.wardrik/config.toml`` says (a plain class: dataclasses cost start-up time)."""
+
+    __slots__ = ("deployment", "retention")
+
+    def __init__(self, deployment: str | None = None, retention: str | None = None):
+        self.deployment, self.retention = deployment, retention
 
 
 class Root:
@@ -135,6 +136,8 @@ class Root:
             return Config()
         except OSError as e:
             raise BadConfig(f"cannot read {f}: {e.strerror}") from None
+        import tomllib  # only when there is a config file: it costs start-up time
+
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:

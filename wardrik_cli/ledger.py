@@ -15,8 +15,6 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -26,7 +24,6 @@ from . import lines
 from .errors import CorruptLedger, Failure
 from .layout import AUDIT_NAME, Root, validate_log_id
 
-_SEQ_RE = re.compile(r"[0-9]{12}")
 AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
 
 
@@ -81,17 +78,16 @@ def peek(raw: bytes) -> Optional[tuple[bytes, bytes, bytes]]:
     return raw[73:j], seq, t
 
 
-@dataclass
 class Watermark:
-    inode: int
-    next_sequence: int
-    time: Optional[str] = None
-    hash: Optional[str] = None
-    first_time_kept: Optional[str] = None
-    mtime_ns: Optional[int] = None
-    # The record this one replaced: compaction writes the new record before it renames the new
-    # file in, so until the rename lands the old file is described by ``previous``.
-    previous: Optional["Watermark"] = None
+    """A compaction record. ``previous`` is the record this one replaced: compaction writes
+    the new record before it renames the new file in, so until the rename lands the old
+    file is described by ``previous``."""
+
+    def __init__(self, inode: int, next_sequence: int, time: Optional[str] = None, hash: Optional[str] = None,
+                 first_time_kept: Optional[str] = None, mtime_ns: Optional[int] = None,
+                 previous: Optional["Watermark"] = None):
+        self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
+        self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
 
 
 class Log:

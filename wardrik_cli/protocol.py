@@ -9,9 +9,7 @@ Types are accepted with or without the ``wardrik.`` prefix and always stored wit
 """
 from __future__ import annotations
 
-import difflib
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import BadEvent
@@ -20,17 +18,19 @@ PREFIX = "wardrik."
 KEPT, LIVE, AUDIT, READER = "kept", "live", "audit", "reader"
 
 
-@dataclass(frozen=True)
 class EventType:
-    name: str  # short name, e.g. "run.started"
-    kind: str
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
-    summary: str = ""
+    """One type of the catalogue: ``name`` is the short name (``run.started``), ``full`` the
+    stored one. (A plain class: building dataclasses costs start-up time on every command.)"""
 
-    @property
-    def full(self) -> str:
-        return PREFIX + self.name
+    __slots__ = ("name", "kind", "required", "optional", "summary", "full")
+
+    def __init__(self, name: str, kind: str, required: tuple[str, ...] = (), optional: tuple[str, ...] = (),
+                 summary: str = ""):
+        self.name, self.kind, self.required, self.optional, self.summary = name, kind, required, optional, summary
+        self.full = PREFIX + name
+
+    def __repr__(self) -> str:
+        return f"EventType({self.full!r}, {self.kind!r})"
 
 
 _CATALOGUE = [
@@ -75,6 +75,8 @@ def lookup(type_name: str) -> EventType:
     """The catalogue entry for a type given with or without its prefix; BadEvent if unknown."""
     t = TYPES.get(short_name(type_name))
     if t is None:
+        import difflib  # error path only
+
         close = difflib.get_close_matches(short_name(type_name), list(TYPES), n=3, cutoff=0.6)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `wardrik types`)"
         raise BadEvent(f"unknown event type {type_name!r}{hint}")

@@ -178,40 +178,17 @@ class Reader:
         """(time, log id, sequence, item) in sequence order; item is None for a line that a
         type filter rejects on sight (it still moves the cursor)."""
         view = self.views[log.name]
+        if view.fd is None:
+            return
         pos = self.positions[log.name]
-        name = log.name
         start = view.offset_after_seq(pos)
         if self.filters.since is not None:
             start = max(start, view.offset_at_time(self.filters.since))
-        until = self.filters.until
-        wanted = self._wanted_types
-        on_corrupt = self.on_corrupt
-        for off, raw in view.iter_raw(start):
-            if wanted is not None:
-                p = peek(raw)
-                if p is not None and p[0] not in wanted:
-                    seq = int(p[1])
-                    t = p[2].decode()
-                    if seq <= pos:
-                        continue
-                    if until is not None and t >= until:
-                        return
-                    yield t, name, seq, None
-                    continue
-            try:
-                ev = decode_event(raw)
-            except ValueError as e:
-                err = view.corrupt(off, f"corrupt line ({e})")
-                if on_corrupt is None:
-                    raise err from None
-                on_corrupt(err)
-                continue
-            seq = int(ev["sequence"])
-            if seq <= pos:
-                continue  # a bisection that fell back to the start
-            if until is not None and ev["time"] >= until:
-                return
-            yield ev["time"], name, seq, Item(name, raw, ev, seq)
+        for block_off, block in lines.iter_blocks(view.fd, start, view.end):
+            for item in self._lines_of(view, log.name, block_off, block, pos, self.filters.until):
+                if item is _UNTIL:
+                    return
+                yield item
 
     def _stream_by_type(self, log: Log) -> Iterator[tuple[str, str, int, Optional[Item]]]:
         """The same stream for one log under a type filter, a block at a time.
