@@ -18,7 +18,6 @@ from .output import Format
 # ---------------------------------------------------------------------------
 # compact
 # ---------------------------------------------------------------------------
-PROGRESS_MIN_BYTES = 64 << 20  # a sweep this big shows a progress bar on a terminal
 
 
 @app.command(rich_help_panel="Maintain")
@@ -52,7 +51,9 @@ def compact(
     root.require()
     text, _ = resolve_retention(root, retention)
     fmt = output.choose(fmt, Format.json)
-    progress = _progress() if fmt == Format.pretty and sys.stderr.isatty() else None
+    from .render import SweepProgress
+
+    progress = SweepProgress() if fmt == Format.pretty and sys.stderr.isatty() else None
     try:
         result = sweep(root, text, dry_run=dry_run, wait=wait, warn=warn,
                        on_start=progress.start if progress else None,
@@ -69,7 +70,8 @@ def compact(
         for r in result.logs:
             output.write_line(orjson.dumps(r.to_json()))
     else:
-        _print_sweep(result)
+        from .render import print_sweep
+        print_sweep(result)
     for r in result.logs:
         for note in r.notes:
             warn(f"{r.log}: {note}")
@@ -80,76 +82,6 @@ def compact(
             sys.stderr.write(f"error: {r.log}: not swept: {r.error}\n")
         sys.stderr.write(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept; the others were\n")
         raise typer.Exit(ExitCode.FAILURE)
-
-
-class _progress:
-    """A Rich progress bar on stderr, shown only when the sweep is big enough to wait for."""
-
-    def __init__(self) -> None:
-        self.bar = None
-        self.task = None
-
-    def start(self, logs) -> None:
-        sizes = {}
-        for lg in logs:
-            try:
-                sizes[lg.name] = lg.path.stat().st_size
-            except OSError:
-                sizes[lg.name] = 0
-        self.sizes = sizes
-        total = sum(sizes.values())
-        if total < PROGRESS_MIN_BYTES:
-            return
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        from .render import console
-        self.bar = Progress(TextColumn("compacting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.description}"), console=console(stderr=True), transient=True)
-        self.bar.start()
-        self.task = self.bar.add_task("", total=total)
-
-    def advance(self, r) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, advance=self.sizes.get(r.log, 0), description=r.log)
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _print_sweep(result) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from .render import console
-
-    c = console()
-    if result.skipped:
-        c.print(f"[yellow]skipped[/yellow]: {result.skipped}")
-        return
-    title = f"{'dry run: would drop' if result.dry_run else 'dropped'} events before {result.cutoff} " \
-            f"(retention {result.retention})"
-    table = Table(title=title, box=None, header_style="bold", pad_edge=False, title_justify="left")
-    for col, just in (("log", "left"), ("dropped", "right"), ("kept", "right"), ("bytes before", "right"),
-                      ("bytes after", "right"), ("", "left")):
-        table.add_column(col, justify=just)
-    for r in result.logs:
-        note = Text(f"error: {r.error}", style="red") if r.error else \
-            Text("times go backwards: prefix only", style="yellow") if r.notes else Text("")
-        table.add_row(r.log, f"{r.dropped:,}", f"{r.kept:,}", _size(r.bytes_before), _size(r.bytes_after), note)
-    before = sum(r.bytes_before for r in result.logs)
-    after = sum(r.bytes_after for r in result.logs)
-    table.add_row(Text("total", style="bold"), f"{result.dropped:,}", f"{result.kept:,}", _size(before),
-                  _size(after), Text(f"{len(result.logs)} log(s)", style="dim"), end_section=False)
-    c.print(table)
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)
 
 
 # ---------------------------------------------------------------------------

@@ -532,3 +532,64 @@ def size_text(n: float) -> str:
             return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return str(n)
+
+
+# compact
+class SweepProgress:
+    """A Rich progress bar on stderr, shown only when the sweep is big enough to wait for."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.task = None
+
+    def start(self, logs) -> None:
+        sizes = {}
+        for lg in logs:
+            try:
+                sizes[lg.name] = lg.path.stat().st_size
+            except OSError:
+                sizes[lg.name] = 0
+        self.sizes = sizes
+        total = sum(sizes.values())
+        if total < PROGRESS_MIN_BYTES:
+            return
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("compacting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                            TextColumn("{task.description}"), console=console(stderr=True), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("", total=total)
+
+    def advance(self, r) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=self.sizes.get(r.log, 0), description=r.log)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def print_sweep(result) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    c = console()
+    if result.skipped:
+        c.print(f"[yellow]skipped[/yellow]: {result.skipped}")
+        return
+    title = f"{'dry run: would drop' if result.dry_run else 'dropped'} events before {result.cutoff} " \
+            f"(retention {result.retention})"
+    c.print(Text(title, style="bold"))  # above the table, not its title: a title wraps to the table's width
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col, just in (("log", "left"), ("dropped", "right"), ("kept", "right"), ("bytes before", "right"),
+                      ("bytes after", "right"), ("", "left")):
+        table.add_column(col, justify=just)
+    for r in result.logs:
+        note = Text(f"error: {r.error}", style="red") if r.error else \
+            Text("times go backwards: prefix only", style="yellow") if r.notes else Text("")
+        table.add_row(r.log, f"{r.dropped:,}", f"{r.kept:,}", size_text(r.bytes_before), size_text(r.bytes_after), note)
+    before = sum(r.bytes_before for r in result.logs)
+    after = sum(r.bytes_after for r in result.logs)
+    table.add_row(Text("total", style="bold"), f"{result.dropped:,}", f"{result.kept:,}", size_text(before),
+                  size_text(after), Text(f"{len(result.logs)} log(s)", style="dim"), end_section=False)
+    c.print(table)
