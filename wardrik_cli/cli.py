@@ -254,14 +254,11 @@ def _batch_items(raw: bytes) -> list:
     from .protocol import KEPT
     from .errors import BadEvent
     items = []
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"--batch is not UTF-8 (bad byte at offset {e.start})") from None
-    for n, line in enumerate(text.split("\n"), 1):
+    # Line by line from the bytes: no decoded copy of the whole batch is kept in memory.
+    for n, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
-        obj = parse_json(line.encode(), f"--batch line {n}")
+        obj = parse_json(line, f"--batch line {n}")
         try:
             if not isinstance(obj, dict):
                 raise BadEvent("each line must be a JSON object")
