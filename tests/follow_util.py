@@ -14,7 +14,7 @@ import orjson
 
 from conftest import WARDRIK
 
-from wardrik_cli import append_event
+from wardrik_cli.appender import append, make_item
 from wardrik_cli.layout import Root
 from wardrik_cli.ledger import Log
 from wardrik_cli.locking import locked
@@ -23,8 +23,12 @@ LIVE_WAIT = 10.0  # generous upper bound for liveness, never a latency assertion
 
 
 def add(root: Path, log_id: str, name: str = "t", **kw) -> dict:
-    """One kept event through the library (no doorbell: the follower must notice the file)."""
-    return append_event(Root(root), log_id, "trigger.fired", {"trigger": {"name": name}}, sync=False, **kw)
+    """One kept event through the library's appender, with no doorbell (``append_event`` rings
+    followers; this does not), so the follower must notice the file change by itself."""
+    r = Root(root)
+    item = make_item("trigger.fired", {"trigger": {"name": name}}, kw.pop("subject", None), kw.pop("traceparent", None))
+    line = append(r, Log.agent(r, log_id), [item], deployment=r.deployment(kw.pop("deployment", None)), sync=False)[0]
+    return orjson.loads(line)
 
 
 class Tailer:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any, Optional
 import orjson
 
 from . import lines
-from .fsutil import write_atomic
+from .fsutil import writable_dir, write_atomic
 from .ledger import Log, LogView, decode_event
 
 FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
@@ -64,15 +63,9 @@ def path_for(log: Log, view_name: str) -> Path:
 
 
 def _writable_dir(p: Path) -> bool:
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
+    if not p.exists():
         return True  # will be created under a parent that is checked
-    except OSError:
-        return False
-    # os.access says yes to root on a chmod'ed copy; a directory with no write bit at all is
-    # an evidence copy someone made read-only on purpose, so we honour that too.
-    return os.access(p, os.W_OK) and bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return writable_dir(p)
 
 
 def root_writable(log: Log) -> bool:

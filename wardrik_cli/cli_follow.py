@@ -44,6 +44,7 @@ class _Stopper:
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._handler)
+        self._old[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._give_way)
         self.installed = True
 
     def uninstall(self) -> None:
@@ -53,9 +54,18 @@ class _Stopper:
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.holding:
+            if self.pending:
+                raise KeyboardInterrupt  # asked twice: stop now
             self.pending = True
+            # A held section lasts microseconds unless stdout is blocked (nobody reads the
+            # pipe): then give way after a second rather than never end.
+            signal.setitimer(signal.ITIMER_REAL, 1.0)
             return
         raise KeyboardInterrupt
+
+    def _give_way(self, signum: int, frame: Any) -> None:
+        if self.holding and self.pending:
+            raise KeyboardInterrupt
 
     def __enter__(self) -> "_Stopper":
         self.holding += 1
@@ -65,6 +75,7 @@ class _Stopper:
         self.holding -= 1
         if not self.holding and self.pending:
             self.pending = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
             raise KeyboardInterrupt
 
 
@@ -175,6 +186,7 @@ def run_tail(root: Any, logs_fn: Callable[[], list], *, after: Optional[dict], n
     except KeyboardInterrupt:
         if not follow:
             raise
+        _quiet_stdout()  # output still buffered for a blocked reader is dropped, not waited on
     except BrokenPipeError:
         # the reader went away (`| head`): a normal end, like coreutils tail; Typer would say 1
         _quiet_stdout()

@@ -51,6 +51,7 @@ from .reader import Filters, Item, OnCorrupt, Reader, dropped_notice
 LogsFn = Callable[[], list[Log]]
 Warn = Callable[[str], None]
 LIVE_QUEUE_MAX = 10_000
+LIVE_QUEUE_BYTES = 16 << 20
 
 
 def _env_float(name: str, default: float) -> float:
@@ -141,6 +142,22 @@ class _LiveReceiver(threading.Thread):
         self.queue: collections.deque = collections.deque()
         self.lost = 0
         self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
+        # Bounded whatever the reader's pace: live events by count and bytes, doorbells by
+        # log (one pending ring per log says all there is to say: "read this log").
+        self._lock = threading.Lock()
+        self._bytes = 0
+        self._rung: set[str] = set()
+
+    def pop(self) -> Optional[tuple[str, Optional[bytes]]]:
+        with self._lock:
+            if not self.queue:
+                return None
+            entry = self.queue.popleft()
+            if entry[1] is None:
+                self._rung.discard(entry[0])
+            else:
+                self._bytes -= len(entry[1])
+            return entry
 
     def run(self) -> None:
         p = select.poll()
@@ -154,11 +171,19 @@ class _LiveReceiver(threading.Thread):
             if any(fd == self.stop_r for fd, _ in ready):
                 return
             got = self.sub.receive()
-            for entry in got:
-                if len(self.queue) >= LIVE_QUEUE_MAX and entry[1] is not None:
-                    self.lost += 1  # best effort: live events only; doorbells always fit
-                    continue
-                self.queue.append(entry)
+            with self._lock:
+                for entry in got:
+                    log_id, body = entry
+                    if body is None:
+                        if log_id in self._rung:
+                            continue
+                        self._rung.add(log_id)
+                    elif len(self.queue) >= LIVE_QUEUE_MAX or self._bytes + len(body) > LIVE_QUEUE_BYTES:
+                        self.lost += 1  # best effort: live events only
+                        continue
+                    else:
+                        self._bytes += len(body)
+                    self.queue.append(entry)
             if got:
                 self.waker.ring()
 
@@ -269,14 +294,9 @@ class Follower:
         """Only a writable root gets a registration; a read-only one is left untouched."""
         path = os.fspath(self.root.path)
         tool = os.fspath(self.root.tool_dir)
-        target = tool if os.path.isdir(tool) else path
-        if not os.access(target, os.W_OK):
-            return False
-        try:
-            st = os.statvfs(target)
-            return not (st.f_flag & os.ST_RDONLY)
-        except OSError:
-            return False
+        from .fsutil import writable_dir
+
+        return writable_dir(path) and (not os.path.isdir(tool) or writable_dir(tool))
 
     def close(self) -> None:
         self._stopped = True
@@ -450,9 +470,11 @@ class Follower:
                 return
             # live events and doorbells, in the order they were sent
             if self._receiver is not None:
-                q = self._receiver.queue
-                while q and not self._stopped:
-                    log_id, body = q.popleft()
+                while not self._stopped:
+                    entry = self._receiver.pop()
+                    if entry is None:
+                        break
+                    log_id, body = entry
                     if body is None:
                         st = self.states.get(log_id)
                         if st is not None:
@@ -596,7 +618,7 @@ class Follower:
         st.seen_file = True
         st.missing_warned = False
         if st.position > 0:
-            verdict = _classify(view, st.position, st.last_id)
+            verdict = _classify(view, st.position, st.last_id, replaced=had_file)
             if verdict == "recreated" or (verdict == "continue" and was_missing and st.last_id is None):
                 self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
                 st.position, st.last_id = 0, None
@@ -605,18 +627,19 @@ class Follower:
                 first = view.first_seq()
                 ev = dropped_notice(log, view, st.position, first, self.deployment)
                 st.position, st.last_id = first - 1, None
+                self.positions[log.name] = first - 1  # before the hand-out: a cursor saved then is past it
                 yield self._hand_out(Item(log.name, dumps_line(ev)[:-1], ev, None))
-                self.positions[log.name] = first - 1
         elif had_file and was_missing:
             self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
         st.offset = view.offset_after_seq(st.position)
 
 
-def _classify(view: LogView, position: int, last_id: Optional[str]) -> str:
+def _classify(view: LogView, position: int, last_id: Optional[str], *, replaced: bool = False) -> str:
     """Does this file continue the log we followed to ``position``?
 
     ``continue``: yes; ``dropped``: yes, but compaction dropped events past our position;
-    ``recreated``: no (sequences went back, or another event holds our position)."""
+    ``recreated``: no (sequences went back, or another event holds our position, or the
+    file was replaced by one that no compaction record vouches for)."""
     try:
         first_seq, last_seq = view.first_seq(), view.last_seq()
     except CorruptLedger:
@@ -625,7 +648,13 @@ def _classify(view: LogView, position: int, last_id: Optional[str]) -> str:
         return "recreated"
     if first_seq > position + 1:
         return "dropped"
-    if first_seq > position or last_id is None:
+    if last_id is None:
+        # We never saw the event at our position (we started from a cursor). A file that
+        # replaced the one we had open is compaction's only when its watermark says so.
+        if replaced and first_seq <= position and view.watermark() is None:
+            return "recreated"
+        return "continue"
+    if first_seq > position:
         return "continue"
     off = view.offset_after_seq(position - 1)
     item = lines.first_line(view.fd, view.end) if off == 0 else None

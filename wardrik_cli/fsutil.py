@@ -48,3 +48,19 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Optional
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def writable_dir(path: Path) -> bool:
+    """May wardrik write under this directory? No on a read-only mount, and no on a
+    directory with every write bit cleared: an evidence copy someone made read-only on
+    purpose, which root (as these tools often run) could otherwise still write to."""
+    import stat
+
+    try:
+        st = os.stat(path)
+        vfs = os.statvfs(path)
+    except OSError:
+        return False
+    if vfs.f_flag & os.ST_RDONLY or not os.access(path, os.W_OK):
+        return False
+    return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))

@@ -57,8 +57,6 @@ def set_display(*, local: Optional[bool] = None, verbose: Optional[bool] = None)
 
 
 def console(stderr: bool = False):
-    from rich.console import Console
-
     kw: dict[str, Any] = {"stderr": stderr, "highlight": False}
     if _color_choice == "never":
         kw["no_color"] = True
@@ -66,7 +64,25 @@ def console(stderr: bool = False):
     elif _color_choice == "always":
         kw["force_terminal"] = True
         kw["no_color"] = False
-    return Console(**kw)
+    return _console_class()(**kw)
+
+
+_CONSOLE_CLASS = None
+
+
+def _console_class():
+    """Rich's Console, except that a closed pipe raises BrokenPipeError (Rich would exit 1;
+    for wardrik a reader going away is a normal end, see cli.main)."""
+    global _CONSOLE_CLASS
+    if _CONSOLE_CLASS is None:
+        from rich.console import Console
+
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                raise BrokenPipeError
+
+        _CONSOLE_CLASS = _Console
+    return _CONSOLE_CLASS
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,88 @@
+"""How follows end and what they survive, found in review: a blocked reader, signals during
+start-up, a log recreated under a follower that started from a cursor, a closed pipe in
+pretty output."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import WARDRIK, run_cli  # noqa: E402
+
+from wardrik_cli import Log, Root, append, make_item  # noqa: E402
+
+
+def _fill(root: Path, n: int, name: str = "x" * 600) -> None:
+    Path(root.parent / "b.jsonl").write_bytes(b"".join(
+        orjson.dumps({"type": "trigger.fired", "data": {"trigger": {"name": name}}}) + b"\n" for _ in range(n)))
+    run_cli("append", "a/x", "--batch", str(root.parent / "b.jsonl"), root=root, check=True)
+
+
+def test_sigterm_ends_a_follower_whose_stdout_is_blocked(root):
+    run_cli("append", "a/x", "run.started", root=root, check=True)
+    r, w = os.pipe()  # nobody reads r: the follower's writes block once the pipe is full
+    p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "-n", "0", "a/x"], stdout=w,
+                         stderr=subprocess.PIPE)
+    os.close(w)
+    try:
+        time.sleep(1.5)
+        _fill(root, 400)  # ~250 KB: far more than a pipe holds
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # wait until it is really blocked in a write
+            with open(f"/proc/{p.pid}/wchan") as f:
+                if "pipe" in f.read():
+                    break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the follower never blocked on its output")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=10) == 0
+        assert b"Traceback" not in p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(r)
+
+
+def test_signals_during_start_up_end_a_follow_cleanly(root):
+    for delay in (0.08, 0.15, 0.25):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "-n", "0", "a/x"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            p.send_signal(sig)
+            _, err = p.communicate(timeout=15)
+            assert p.returncode == 0 and b"Traceback" not in err, (delay, sig, p.returncode, err)
+
+
+def test_log_recreated_under_a_follower_that_started_from_a_cursor(root):
+    for _ in range(3):
+        run_cli("append", "a/x", "trigger.fired", "--data", '{"trigger":{"name":"old"}}', root=root, check=True)
+    cursor = run_cli("head", "a/x", root=root, check=True).stdout.decode().strip()
+    p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "--after", cursor, "a/x"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    (root / "a" / "x.jsonl").unlink()
+    r = Root(root)
+    append(r, Log.agent(r, "a/x"), [make_item("trigger.fired", {"trigger": {"name": f"new{i}"}}) for i in range(5)],
+           deployment="local")
+    time.sleep(3)  # the follower notices within its 1 s rescan at worst; generous, not a latency bound
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=10)
+    names = [orjson.loads(l)["data"]["trigger"]["name"] for l in out.splitlines()]
+    assert names == [f"new{i}" for i in range(5)], (names, err)
+    assert b"recreated" in err
+
+
+def test_pretty_output_into_a_closed_pipe_is_a_normal_end(root):
+    _fill(root, 50, name="y")
+    p = subprocess.run(f"{WARDRIK} --root {root} page a/x --limit 50 --format pretty | head -n 1; "
+                       "echo rc=${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True)
+    assert p.stdout.strip().endswith(b"rc=0"), p
+    assert b"Traceback" not in p.stderr
