@@ -308,31 +308,37 @@ def page(
 
       wardrik page 'acme/*' -t tool_call.failed --since 2h -F json | jq -r .next
     """
+    from .reader import resolve_logs
+
+    start = load_cursor(after, cursor_file)
+    run_page(lambda root: resolve_logs(root, patterns), start, limit=limit, cursor_file=cursor_file, types=types,
+             since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
+
+
+def run_page(logs_of, start, *, limit: int, cursor_file: Optional[Path], types: Optional[str], since: Optional[str],
+             until: Optional[str], run: Optional[str], skip_corrupt: bool, fmt: Optional[Format]) -> None:
+    """A page over ``logs_of(root)`` in the chosen format, then the cursor file (page, audit page)."""
     from . import output
-    from .reader import Filters, Reader, parse_types, resolve_logs
+    from .cursor import encode, write_file
+    from .reader import Filters, Reader, parse_types
     from .timefmt import parse_time_arg
 
     filters = Filters.build(parse_types(types), parse_time_arg(since) if since else None,
                             parse_time_arg(until) if until else None, run)
-    start = load_cursor(after, cursor_file)
-    root = CTX.root
-    logs = resolve_logs(root, patterns)
+    logs = logs_of(CTX.root)
     fmt = output.choose(fmt, Format.jsonl)
     with Reader(logs, start, filters=filters, deployment=CTX.deployment(), limit=limit,
                 on_corrupt=skip_corrupt_handler(skip_corrupt)) as reader:
-        from .cursor import encode
-        raws = (it.raw for it in reader)
         if fmt == Format.json:
-            output.write_events_json(raws, lambda: encode(reader.next))
+            output.write_events_json((it.raw for it in reader), lambda: encode(reader.next))
         elif fmt == Format.jsonl:
-            for raw in raws:
-                output.write_line(raw)
+            for it in reader:
+                output.write_line(it.raw)
         else:
             from . import render
             render.print_page(iter(reader), lambda: encode(reader.next))
         output.flush()
         if cursor_file is not None:
-            from .cursor import write_file
             write_file(cursor_file, reader.next)
 
 

@@ -161,31 +161,12 @@ def audit_page(
 
       wardrik audit page --limit 50 --format json | jq -r .next
     """
-    from . import output
-    from .reader import Filters, Reader, parse_types
-    from .timefmt import parse_time_arg
-
-    filters = Filters.build(parse_types(types), parse_time_arg(since) if since else None,
-                            parse_time_arg(until) if until else None, run)
-    start = load_cursor(after, cursor_file)
-    root = CTX.root.require()
+    from .cli import run_page
     from .ledger import Log
-    fmt = output.choose(fmt, Format.jsonl)
-    with Reader([Log.audit(root)], start, filters=filters, deployment=CTX.deployment(), limit=limit,
-                on_corrupt=skip_corrupt_handler(skip_corrupt)) as reader:
-        from .cursor import encode
-        if fmt == Format.json:
-            output.write_events_json((it.raw for it in reader), lambda: encode(reader.next))
-        elif fmt == Format.jsonl:
-            for it in reader:
-                output.write_line(it.raw)
-        else:
-            from . import render
-            render.print_page(iter(reader), lambda: encode(reader.next))
-        output.flush()
-        if cursor_file is not None:
-            from .cursor import write_file
-            write_file(cursor_file, reader.next)
+
+    start = load_cursor(after, cursor_file)
+    run_page(lambda root: [Log.audit(root.require())], start, limit=limit, cursor_file=cursor_file, types=types,
+             since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
 
 
 @audit_app.command("tail")
