@@ -388,15 +388,8 @@ class Follower:
                 got = 0
                 full = True
                 for off, raw in lines.iter_lines_backward(view.fd, view.end):
-                    try:
-                        ev = decode_event(raw)
-                    except ValueError as e:
-                        err = view.corrupt(off, f"corrupt line ({e})")
-                        if self.on_corrupt is None:
-                            raise err from None
-                        self.on_corrupt(err)
-                        continue
-                    if not self.filters.accepts(ev):
+                    ev = view.decode_or_report(off, raw, self.on_corrupt)
+                    if ev is None or not self.filters.accepts(ev):
                         continue
                     picked.append((ev["time"], log.name, int(ev["sequence"]), Item(log.name, raw, ev, int(ev["sequence"]))))
                     got += 1
@@ -587,13 +580,8 @@ class Follower:
             return
         for off, raw in lines.iter_lines(fd, st.offset, end):
             st.offset = off + len(raw) + 1
-            try:
-                ev = decode_event(raw)
-            except ValueError as e:
-                err = st.view.corrupt(off, f"corrupt line ({e})")
-                if self.on_corrupt is None:
-                    raise err from None
-                self.on_corrupt(err)
+            ev = st.view.decode_or_report(off, raw, self.on_corrupt)
+            if ev is None:
                 continue
             seq = int(ev["sequence"])
             if seq <= st.position:

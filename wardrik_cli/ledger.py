@@ -250,19 +250,26 @@ class LogView:
             return iter(())
         return lines.iter_lines(self.fd, start, self.end)
 
+    def decode_or_report(self, offset: int, raw: bytes,
+                         on_corrupt: Optional[Callable[[CorruptLedger], None]]) -> Optional[dict[str, Any]]:
+        """The event on this line; for a corrupt line, ``CorruptLedger`` unless the reader
+        asked to skip (``on_corrupt`` is told, and None comes back)."""
+        try:
+            return decode_event(raw)
+        except ValueError as e:
+            err = self.corrupt(offset, f"corrupt line ({e})")
+            if on_corrupt is None:
+                raise err from None
+            on_corrupt(err)
+            return None
+
     def events(self, start: int = 0, *, on_corrupt: Optional[Callable[[CorruptLedger], None]] = None,
                ) -> Iterator[tuple[int, bytes, dict]]:
         """(offset, raw line, event) from ``start``; corrupt lines raise unless ``on_corrupt``."""
         for off, raw in self.iter_raw(start):
-            try:
-                event = decode_event(raw)
-            except ValueError as e:
-                err = self.corrupt(off, f"corrupt line ({e})")
-                if on_corrupt is None:
-                    raise err from None
-                on_corrupt(err)
-                continue
-            yield off, raw, event
+            event = self.decode_or_report(off, raw, on_corrupt)
+            if event is not None:
+                yield off, raw, event
 
     def offset_after_seq(self, seq: int) -> int:
         """Offset of the first line whose sequence is greater than ``seq``."""

@@ -25,7 +25,7 @@ from .errors import BadCursor, BadInput, CorruptLedger, NoSuchLog
 from .events import agent_source, audit_source, dumps_line, trace_id_of
 from .layout import Root, has_wildcards
 from . import lines
-from .ledger import HEAD, Log, LogView, decode_event, peek
+from .ledger import HEAD, Log, LogView, peek
 from .protocol import DROPPED, lookup
 from .timefmt import now
 
@@ -259,13 +259,8 @@ class Reader:
                     return
                 yield t, name, seq, None
                 continue
-            try:
-                ev = decode_event(raw)
-            except ValueError as e:
-                err = view.corrupt(here, f"corrupt line ({e})")
-                if self.on_corrupt is None:
-                    raise err from None
-                self.on_corrupt(err)
+            ev = view.decode_or_report(here, raw, self.on_corrupt)
+            if ev is None:
                 continue
             seq = int(ev["sequence"])
             if seq <= pos:
