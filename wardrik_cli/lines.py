@@ -21,26 +21,10 @@ SCAN_THRESHOLD = 1 << 16
 def iter_lines(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) for each complete line from ``start`` (a line start)
     up to ``end`` (default: the file's size when each chunk is read)."""
-    pos = start
-    pending = b""
-    pending_at = start
-    while True:
-        want = CHUNK if end is None else min(CHUNK, end - pos)
-        if want <= 0:
-            return
-        chunk = os.pread(fd, want, pos)
-        if not chunk:
-            return
-        pos += len(chunk)
-        if pending:
-            chunk = pending + chunk
-        off = pending_at
-        parts = chunk.split(b"\n")
-        last = parts.pop()
-        for line in parts:
+    for off, block in iter_blocks(fd, start, end):
+        for line in block.split(b"\n")[:-1]:
             yield off, line
             off += len(line) + 1
-        pending, pending_at = last, off
 
 
 def iter_blocks(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:

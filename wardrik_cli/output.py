@@ -25,10 +25,6 @@ def choose(fmt: Optional[Format], machine: Format) -> Format:
     return Format.pretty if sys.stdout.isatty() else machine
 
 
-def out() -> Any:
-    return sys.stdout.buffer
-
-
 def write_line(raw: bytes) -> None:
     b = sys.stdout.buffer
     b.write(raw)

@@ -113,10 +113,6 @@ class Item:
     event: dict[str, Any]
     seq: Optional[int]  # None for events.dropped and live events
 
-    @property
-    def is_notice(self) -> bool:
-        return self.seq is None
-
 
 def check_position(view: LogView, position: int) -> None:
     last = view.last_seq()

@@ -37,10 +37,6 @@ def now() -> str:
     return format_ns(time.time_ns())
 
 
-def parse_stored(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-
-
 def parse_duration(text: str) -> timedelta:
     """``30s``, ``90m``, ``12h``, ``7d``, ``4w``; nothing else."""
     m = _DURATION_RE.fullmatch(text.strip()) if isinstance(text, str) else None
