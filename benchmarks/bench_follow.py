@@ -73,7 +73,7 @@ def main() -> None:
     root = tmp / "root"
     root.mkdir()
     from wardrik_cli import append_event
-    from wardrik_cli.layout import Root
+    from wardrik_cli.store.layout import Root
 
     for i in range(100):
         append_event(Root(root), "bench/a", "trigger.fired", {"trigger": {"name": f"seed{i}"}}, sync=False)

@@ -16,9 +16,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from wardrik_cli.events import GENESIS_HASH, build_event, dumps_line, new_span_id, new_trace_id  # noqa: E402
-from wardrik_cli.protocol import lookup  # noqa: E402
-from wardrik_cli.timefmt import format_dt  # noqa: E402
+from wardrik_cli.protocol.envelope import GENESIS_HASH, build_event, dumps_line, new_span_id, new_trace_id  # noqa: E402
+from wardrik_cli.protocol.catalogue import lookup  # noqa: E402
+from wardrik_cli.protocol.times import format_dt  # noqa: E402
 
 DEPLOYMENT = "acme-prod"
 

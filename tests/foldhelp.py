@@ -7,10 +7,10 @@ from pathlib import Path
 
 import orjson
 
-from wardrik_cli.events import build_event, dumps_line, new_span_id
-from wardrik_cli.layout import Root
-from wardrik_cli.protocol import lookup
-from wardrik_cli.timefmt import format_dt
+from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id
+from wardrik_cli.store.layout import Root
+from wardrik_cli.protocol.catalogue import lookup
+from wardrik_cli.protocol.times import format_dt
 
 START = datetime(2026, 10, 22, 9, 0, tzinfo=timezone.utc)
 TRACE = "0af7651916cd43dd8448eb211c80319c"

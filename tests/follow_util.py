@@ -14,10 +14,10 @@ import orjson
 
 from conftest import WARDRIK
 
-from wardrik_cli.appender import append, make_item
-from wardrik_cli.layout import Root
-from wardrik_cli.ledger import Log
-from wardrik_cli.locking import locked
+from wardrik_cli.store.append import append, make_item
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+from wardrik_cli.store.locking import locked
 
 LIVE_WAIT = 10.0  # generous upper bound for liveness, never a latency assertion
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from wardrik_cli.events import build_event, dumps_line, new_span_id, new_trace_id
-from wardrik_cli.protocol import lookup
-from wardrik_cli.timefmt import format_dt
+from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id, new_trace_id
+from wardrik_cli.protocol.catalogue import lookup
+from wardrik_cli.protocol.times import format_dt
 
 START = datetime(2026, 10, 22, 9, 0, tzinfo=timezone.utc)
 

@@ -12,8 +12,8 @@ import pytest
 from conftest import WARDRIK
 from foldhelp import TRACE, run_events, write
 from procio import run_with_io
-from wardrik_cli.activity import changed_event
-from wardrik_cli.layout import Root
+from wardrik_cli.fold.activity import changed_event
+from wardrik_cli.store.layout import Root
 
 
 def act(cli, *pats):
@@ -150,11 +150,11 @@ def test_doing_is_the_last_thing_started_even_once_it_completed(root, cli):
     write(root, "acme/t", [("run.started", {}, 8)], first_seq=10, mode="ab")
     assert act(cli, "acme/t")["acme/t"]["doing"] == []
     # the library's fold from scratch agrees with the checkpointed answers above
-    from wardrik_cli.folding import Target, fold
-    from wardrik_cli.ledger import Log
-    from wardrik_cli.views import ActivityView, activity_of
+    from wardrik_cli.fold.engine import Target, fold_target
+    from wardrik_cli.store.log import Log
+    from wardrik_cli.fold.views import ActivityView, activity_of
     lg = Log.agent(Root(root), "acme/t")
-    res = fold(Target("acme/t", lg, True), ActivityView(), "activity", use_checkpoints=False, save_checkpoints=False)
+    res = fold_target(Target("acme/t", lg, True), ActivityView(), "activity", use_checkpoints=False, save_checkpoints=False)
     assert activity_of(res.state)["doing"] == []
 
 

@@ -7,9 +7,9 @@ import multiprocessing as mp
 import orjson
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from wardrik_cli.appender import append, make_item
-from wardrik_cli.layout import Root
-from wardrik_cli.ledger import Log
+from wardrik_cli.store.append import append, make_item
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
 
 
 def _worker(root_path: str, batches: list[int], q) -> None:

@@ -154,8 +154,8 @@ def test_audit_page_cursor_and_tail(cli, root):
     _three(cli)
     doc = orjson.loads(cli("audit", "page", "--limit", "2", "--format", "json").stdout)
     assert [e["sequence"] for e in doc["events"]] == ["000000000001", "000000000002"]
-    from wardrik_cli.cursor import decode
-    assert decode(doc["next"]) == {"audit": 2}
+    from wardrik_cli.protocol.cursor import decode_cursor
+    assert decode_cursor(doc["next"]) == {"audit": 2}
     rest = jsonl(cli("audit", "page", "--after", doc["next"]).stdout)
     assert [e["sequence"] for e in rest] == ["000000000003", "000000000004"]
     tail = jsonl(cli("audit", "tail", "-n", "2").stdout)
@@ -165,11 +165,11 @@ def test_audit_page_cursor_and_tail(cli, root):
     # cursor files
     cf = root.parent / "cur"
     assert len(jsonl(cli("audit", "page", "--limit", "3", "--cursor-file", str(cf)).stdout)) == 3
-    assert decode(cf.read_text()) == {"audit": 3}
+    assert decode_cursor(cf.read_text()) == {"audit": 3}
     assert [e["sequence"] for e in jsonl(cli("audit", "page", "--cursor-file", str(cf)).stdout)] == ["000000000004"]
     # a position past the end is refused
-    from wardrik_cli.cursor import encode
-    p = cli("audit", "page", "--after", encode({"audit": 9}))
+    from wardrik_cli.protocol.cursor import encode_cursor
+    p = cli("audit", "page", "--after", encode_cursor({"audit": 9}))
     assert p.returncode == 2 and p.stderr.startswith(b"error: ")
     # --types filters, and the audit types are accepted
     only = jsonl(cli("audit", "page", "--types", "trigger.created").stdout)

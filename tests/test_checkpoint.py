@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from foldhelp import compact, run_events, write
 from procio import run_with_io
 from conftest import WARDRIK
-from wardrik_cli.folding import Target, fold
-from wardrik_cli.layout import Root
-from wardrik_cli.ledger import Log
-from wardrik_cli.views import ActivityView, StateView, TimelineView
+from wardrik_cli.fold.engine import Target, fold_target
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+from wardrik_cli.fold.views import ActivityView, StateView, TimelineView
 
 
 def ck_path(root, log="acme/t", view="state"):
@@ -26,7 +26,7 @@ def ck_path(root, log="acme/t", view="state"):
 def fold_lib(root, view=None, use=True, log="acme/t"):
     v = view or StateView()
     lg = Log.agent(Root(root), log)
-    return fold(Target(log, lg, True), v, v.name, use_checkpoints=use, save_checkpoints=use)
+    return fold_target(Target(log, lg, True), v, v.name, use_checkpoints=use, save_checkpoints=use)
 
 
 def full(root, view=None, log="acme/t"):
@@ -271,7 +271,7 @@ def test_fold_at_a_lower_sequence_keeps_the_further_checkpoint(root, cli):
 
 
 def test_activity_changed_keeps_a_further_checkpoint(root):
-    from wardrik_cli.activity import changed_event
+    from wardrik_cli.fold.activity import changed_event
     from foldhelp import line
 
     write(root, "acme/t", run_events(1)[:2])

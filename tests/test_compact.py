@@ -232,13 +232,13 @@ def test_dropped_notice_without_cursor(cli, two_cut_logs):
 
 
 def test_dropped_notice_with_old_cursor_counts_what_was_missed(cli, root, two_cut_logs):
-    from wardrik_cli.cursor import encode
-    cur = encode({"acme/a": 10})
+    from wardrik_cli.protocol.cursor import encode_cursor
+    cur = encode_cursor({"acme/a": 10})
     evs = jsonl(cli("page", "acme/a", "--after", cur, "--limit", "3").stdout)
     assert evs[0]["type"] == DROPPED and evs[0]["data"]["count"] == two_cut_logs["acme/a"]["dropped"] - 10
     assert int(evs[1]["sequence"]) == two_cut_logs["acme/a"]["dropped"] + 1
     # A cursor already past the cut gets no notice.
-    cur2 = encode({"acme/a": two_cut_logs["acme/a"]["dropped"] + 1})
+    cur2 = encode_cursor({"acme/a": two_cut_logs["acme/a"]["dropped"] + 1})
     evs2 = jsonl(cli("page", "acme/a", "--after", cur2, "--limit", "3").stdout)
     assert all(e["type"] != DROPPED for e in evs2)
 
@@ -247,8 +247,8 @@ def test_dropped_notice_passes_type_filter_and_moves_cursor(cli, two_cut_logs):
     p = cli("page", "acme/a", "--types", "run.failed", "--format", "json")
     doc = orjson.loads(p.stdout)
     assert [e["type"] for e in doc["events"]] == [DROPPED]
-    from wardrik_cli.cursor import decode
-    assert decode(doc["next"])["acme/a"] == 100  # past every event read, filtered too
+    from wardrik_cli.protocol.cursor import decode_cursor
+    assert decode_cursor(doc["next"])["acme/a"] == 100  # past every event read, filtered too
     doc2 = orjson.loads(cli("page", "acme/a", "--after", doc["next"], "--format", "json").stdout)
     assert doc2["events"] == []
 

@@ -92,8 +92,8 @@ def test_kill_9_mid_sweep_leaves_each_log_as_it_was_or_should_be(tmp_path, big, 
     # Every reader sees a consistent log: check passes, head is unchanged.
     c = run_cli("check", root=r)
     assert c.returncode == 0, c.stdout
-    from wardrik_cli.cursor import decode
-    assert decode(run_cli("head", "acme/big", root=r).stdout.decode())["acme/big"] == total
+    from wardrik_cli.protocol.cursor import decode_cursor
+    assert decode_cursor(run_cli("head", "acme/big", root=r).stdout.decode())["acme/big"] == total
     # A later run is not confused by anything the killed one left, and finishes the job.
     p2 = run_cli("compact", "--retention", "30d", "--format", "json", root=r)
     assert p2.returncode == 0, p2.stderr
@@ -226,7 +226,7 @@ def test_compaction_racing_appenders_and_a_follower(tmp_path):
 
 def test_second_compact_skips_or_waits(tmp_path, big):
     r = _fresh_root(tmp_path, big)
-    from wardrik_cli.locking import try_lock
+    from wardrik_cli.store.locking import try_lock
     fd = try_lock(r / ".wardrik/locks/@compact@lock")
     assert fd is not None
     try:

@@ -5,7 +5,7 @@ import orjson
 import pytest
 from hypothesis import given, strategies as st
 
-from wardrik_cli.cursor import decode, encode
+from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
 from wardrik_cli.errors import BadCursor
 
 segment = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,12}", fullmatch=True).filter(lambda s: not s.endswith(".jsonl"))
@@ -13,15 +13,15 @@ log_ids = st.lists(segment, min_size=1, max_size=3).map("/".join).filter(lambda 
 
 
 def test_contract_example():
-    assert encode({"acme/triage": 43}) == "eyJhY21lL3RyaWFnZSI6NDN9"
-    assert decode("eyJhY21lL3RyaWFnZSI6NDN9") == {"acme/triage": 43}
+    assert encode_cursor({"acme/triage": 43}) == "eyJhY21lL3RyaWFnZSI6NDN9"
+    assert decode_cursor("eyJhY21lL3RyaWFnZSI6NDN9") == {"acme/triage": 43}
 
 
 @given(st.dictionaries(log_ids, st.integers(min_value=0, max_value=2**62), max_size=6))
 def test_round_trip(cur):
-    text = encode(cur)
+    text = encode_cursor(cur)
     assert "=" not in text and "+" not in text and "/" not in text
-    assert decode(text) == cur
+    assert decode_cursor(text) == cur
     # Keys are sorted inside, so equal cursors encode equally.
     assert orjson.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == dict(sorted(cur.items()))
 
@@ -31,7 +31,7 @@ def test_either_alphabet_padded_or_not(cur):
     raw = orjson.dumps(cur, option=orjson.OPT_SORT_KEYS)
     for text in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode(),
                  base64.b64encode(raw).decode().rstrip("=")):
-        assert decode(text) == cur
+        assert decode_cursor(text) == cur
 
 
 @pytest.mark.parametrize("bad", [
@@ -44,4 +44,4 @@ def test_either_alphabet_padded_or_not(cur):
 ])
 def test_strict_refusals(bad):
     with pytest.raises(BadCursor):
-        decode(bad)
+        decode_cursor(bad)

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from follow_util import LIVE_WAIT, add, compact
 
-from wardrik_cli import follow
-from wardrik_cli.layout import Root
-from wardrik_cli.ledger import Log
-from wardrik_cli.reader import Filters
+from wardrik_cli.follow import follower as follow
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+from wardrik_cli.read.reader import Filters
 
 
 def collect(f: follow.Follower, k: int, timeout: float = LIVE_WAIT) -> list:
@@ -107,18 +107,54 @@ def test_stop_from_another_thread_and_hangup_fd(root):
     os.close(wfd)
 
 
-def test_polling_fallback_without_file_notifications(root, monkeypatch):
-    def broken(*a, **k):
-        raise OSError(24, "inotify instance limit reached")
-    monkeypatch.setattr(follow, "_FileWatcher", broken)
+@pytest.mark.subprocess
+def test_polling_fallback_without_file_notifications(root):
+    """A real fault: every file descriptor but the two of the wake-up pipe is taken when the
+    follower starts, so watchfiles cannot get its inotify descriptor (EMFILE). The follower
+    warns, the filler descriptors are released, and it follows by polling."""
+    import subprocess
+    import sys
+
     add(root, "p/a")
-    r = Root(root)
-    warnings: list[str] = []
-    f = follow.tail_items(r, follow.agent_logs_fn(r, ["p/*"]), n=0, follow=True, warn=warnings.append)
-    threading.Timer(0.5, add, (root, "p/b", "new log")).start()
-    items = collect(f, 1)
-    assert [it.log for it in items] == ["p/b"] and not f.watcher_active
-    assert warnings and "polling" in warnings[0]
+    code = (
+        "import os, resource, sys\n"
+        "import watchfiles\n"
+        "from wardrik_cli.follow import follower as follow\n"
+        "from wardrik_cli.store.layout import Root\n"
+        f"r = Root({str(root)!r})\n"
+        "logs_fn = follow.agent_logs_fn(r, ['p/*'])\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "fill = []\n"
+        "while True:\n"
+        "    try:\n"
+        "        fill.append(os.open('/dev/null', os.O_RDONLY))\n"
+        "    except OSError:\n"
+        "        break\n"
+        "os.close(fill.pop()); os.close(fill.pop())  # room for the wake-up pipe only\n"
+        "def warn(m):\n"
+        "    print('warn', m, flush=True)\n"
+        "    while fill:\n"
+        "        os.close(fill.pop())\n"
+        "f = follow.tail_items(r, logs_fn, n=0, follow=True, poll_s=0.1, warn=warn, live=['p/*'])\n"
+        "for it in f:\n"
+        "    print('item', it.log, f.watcher_active, flush=True)\n"
+        "    break\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.readline().decode()
+        assert first.startswith("warn file notifications unavailable"), (first, p.stderr.read1(4096))
+        assert "Too many open files" in first  # the fault landed where it was meant to
+        deadline = time.monotonic() + LIVE_WAIT
+        while not list((root / ".wardrik" / "live").glob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)  # registered for live events: the read-back is done
+        add(root, "p/b", "new log")
+        out, err = p.communicate(timeout=LIVE_WAIT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "item p/b False" in out.decode().splitlines(), (out, err)
 
 
 def test_classify_by_sequence_and_id(root):

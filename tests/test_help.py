@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from conftest import run_cli
-from wardrik_cli.cli import app, load_commands
+from wardrik_cli.cli.app import app, load_commands
 
 load_commands(["--help"])  # every command module, as `wardrik --help` loads them
 

@@ -2,7 +2,8 @@
 import pytest
 
 from wardrik_cli.errors import BadLogId, BadPattern
-from wardrik_cli.layout import Root, validate_log_id, validate_pattern
+from wardrik_cli.store.layout import Root
+from wardrik_cli.protocol.names import validate_log_id, validate_pattern
 
 
 @pytest.mark.parametrize("good", ["a", "acme/triage", "A9/b.c_d-e/f", "x" * 200, "a.jsonl/b"])

@@ -6,9 +6,9 @@ import time
 
 from follow_util import LIVE_WAIT, add
 
-from wardrik_cli.cursor import decode, encode
-from wardrik_cli.layout import Root
-from wardrik_cli.listener import Listener
+from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
+from wardrik_cli.store.layout import Root
+from wardrik_cli.follow.listener import Listener
 
 
 def run_until(listener: Listener, cond, timeout: float = LIVE_WAIT) -> None:
@@ -26,11 +26,11 @@ def run_until(listener: Listener, cond, timeout: float = LIVE_WAIT) -> None:
 def test_handler_gets_each_event_with_cursor_past_it(root):
     for i in range(3):
         add(root, "l/a", str(i))
-    saved = {"c": encode({"l/a": 1})}
+    saved = {"c": encode_cursor({"l/a": 1})}
     got = []
 
     def handle(event, listener):
-        got.append((int(event["sequence"]), decode(listener.cursor)))
+        got.append((int(event["sequence"]), decode_cursor(listener.cursor)))
         saved["c"] = listener.cursor
 
     lis = Listener(Root(root), ["l/*"], handle, cursor=lambda: saved["c"])
@@ -42,7 +42,7 @@ def test_handler_gets_each_event_with_cursor_past_it(root):
 def test_failure_restarts_from_saved_cursor_at_least_once(root):
     for i in range(4):
         add(root, "l/a", str(i))
-    saved = {"c": encode({})}
+    saved = {"c": encode_cursor({})}
     seen = []
     failed = []
 
@@ -59,7 +59,7 @@ def test_failure_restarts_from_saved_cursor_at_least_once(root):
     errors = []
     lis = Listener(Root(root), ["l/a"], handle, cursor=lambda: saved["c"], backoff=(0.05, 0.2),
                    on_error=errors.append)
-    run_until(lis, lambda: decode(saved["c"]) == {"l/a": 4})
+    run_until(lis, lambda: decode_cursor(saved["c"]) == {"l/a": 4})
     assert seen == [1, 2, 3, 2, 3, 4]
     assert lis.failures == 1 and isinstance(errors[0], RuntimeError)
 
@@ -89,7 +89,7 @@ def test_live_events_reach_a_listener(root):
     lis = Listener(r, ["l/a"], lambda e, l: got.append(e["type"]), types=["message.delta"])
 
     def sender():
-        from wardrik_cli import live
+        from wardrik_cli.follow import live
         deadline = time.monotonic() + LIVE_WAIT
         while not got and time.monotonic() < deadline:
             live.publish(r, "l/a", b'{"type":"wardrik.message.delta","time":"2026-01-01T00:00:00.000000Z","data":{}}')

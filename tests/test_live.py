@@ -14,8 +14,8 @@ import pytest
 from conftest import WARDRIK, run_cli
 from follow_util import LIVE_WAIT, Tailer, add
 
-from wardrik_cli import live
-from wardrik_cli.layout import Root
+from wardrik_cli.follow import live
+from wardrik_cli.store.layout import Root
 
 
 def _tree(root: Path) -> list[str]:
@@ -33,10 +33,9 @@ def test_no_follower_publish_touches_nothing(root):
 def test_1000_live_appends_with_no_follower_leave_no_state(root):
     add(root, "acme/a")
     before = {p: p.stat().st_size for p in root.rglob("*") if p.is_file()}
-    code = ("import sys\nfrom wardrik_cli.cli import app\n"
+    code = ("import sys\nfrom wardrik_cli.cli.app import run\n"
             "for i in range(1000):\n"
-            f"    app(['--root', {str(root)!r}, 'append', 'acme/a', 'message.delta', '--data', '{{\"delta\": \"x\"}}'],"
-            " standalone_mode=False)\n")
+            f"    assert run(['--root', {str(root)!r}, 'append', 'acme/a', 'message.delta', '--data', '{{\"delta\": \"x\"}}']) == 0\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert len(p.stdout.splitlines()) == 1000
@@ -109,7 +108,7 @@ def test_full_queue_never_blocks_the_sender(root):
 def test_cleanup_stale_removes_only_dead_registrations(root):
     r = Root(root)
     alive = live.Subscription(r, ["a"])
-    code = ("import os, sys\nfrom wardrik_cli import live\nfrom wardrik_cli.layout import Root\n"
+    code = ("import os, sys\nfrom wardrik_cli.follow import live\nfrom wardrik_cli.store.layout import Root\n"
             f"s = live.Subscription(Root({str(root)!r}), ['a'])\nprint(s.token, flush=True)\nos.kill(os.getpid(), 9)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True)
     dead = p.stdout.decode().strip()

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import run_cli
-from wardrik_cli import render
-from wardrik_cli.protocol import catalogue
-from wardrik_cli.summary import family, summarize
+from wardrik_cli.cli.render import events as render
+from wardrik_cli.protocol.catalogue import catalogue
+from wardrik_cli.cli.render.summary import family, summarize
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_ledgers"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import WARDRIK
 from tests.ledgergen import write_log
 from tests.procio import run_with_io
-from wardrik_cli.cursor import encode
+from wardrik_cli.protocol.cursor import encode_cursor
 
 N_BIG = 110_000  # about 50 MB at ~470 bytes an event
 
@@ -30,8 +30,8 @@ def _rchar(root, *args):
 
 def test_page_after_cursor_near_end_reads_kilobytes(roots):
     big, small, _ = roots
-    p_big, r_big = _rchar(big, "page", "acme/big", "--after", encode({"acme/big": N_BIG - 10}), "--format", "jsonl")
-    p_small, r_small = _rchar(small, "page", "acme/big", "--after", encode({"acme/big": 10}), "--format", "jsonl")
+    p_big, r_big = _rchar(big, "page", "acme/big", "--after", encode_cursor({"acme/big": N_BIG - 10}), "--format", "jsonl")
+    p_small, r_small = _rchar(small, "page", "acme/big", "--after", encode_cursor({"acme/big": 10}), "--format", "jsonl")
     seqs = [int(orjson.loads(l)["sequence"]) for l in p_big.stdout.splitlines()]
     assert seqs == list(range(N_BIG - 9, N_BIG + 1))
     # Interpreter start-up reads the same modules in both runs; what differs is the log.
@@ -50,7 +50,7 @@ def test_head_reads_only_the_end(roots):
     big, small, _ = roots
     p_big, r_big = _rchar(big, "head", "acme/big")
     _, r_small = _rchar(small, "head", "acme/big")
-    assert p_big.stdout.strip().decode() == encode({"acme/big": N_BIG})
+    assert p_big.stdout.strip().decode() == encode_cursor({"acme/big": N_BIG})
     assert r_big - r_small < 200_000, (r_big, r_small)
 
 

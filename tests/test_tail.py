@@ -14,7 +14,7 @@ import pytest
 from conftest import WARDRIK, jsonl, run_cli
 from follow_util import LIVE_WAIT, Tailer, add, compact, seqs
 
-from wardrik_cli.cursor import decode, encode
+from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
 
 
 def _no_traceback(p_err: bytes) -> None:
@@ -50,8 +50,8 @@ def test_last_n_reads_backwards_not_whole_files(root):
     def run(log_id):
         code = ("import atexit, sys\n"
                 "atexit.register(lambda: sys.stderr.write(open('/proc/self/io').read()))\n"
-                "from wardrik_cli.cli import main\n"
-                f"main(['--root', {str(root)!r}, 'tail', {log_id!r}, '-n', '5'])\n")
+                "from wardrik_cli.cli.app import run\n"
+                f"sys.exit(run(['--root', {str(root)!r}, 'tail', {log_id!r}, '-n', '5']))\n")
         p = subprocess.run([sys.executable, "-c", code], capture_output=True)
         assert p.returncode == 0, p.stderr
         rchar = int(next(l for l in p.stderr.decode().splitlines() if l.startswith("rchar:")).split()[1])
@@ -66,7 +66,7 @@ def test_last_n_reads_backwards_not_whole_files(root):
 def test_after_cursor_reads_every_event_after_it(root, cli):
     for i in range(5):
         add(root, "acme/a", f"a{i}")
-    p = cli("tail", "acme/a", "-n", "1", "--after", encode({"acme/a": 2}))
+    p = cli("tail", "acme/a", "-n", "1", "--after", encode_cursor({"acme/a": 2}))
     assert seqs(jsonl(p.stdout)) == [3, 4, 5]
 
 
@@ -75,11 +75,11 @@ def test_cursor_for_other_patterns_logs_is_carried_and_matched_logs_start_over(r
         add(root, "acme/a", f"a{i}")
         add(root, "beta/x", f"x{i}")
     cf = tmp_path / "c"
-    cf.write_text(encode({"beta/x": 2}))
+    cf.write_text(encode_cursor({"beta/x": 2}))
     p = cli("tail", "acme/*", "--cursor-file", str(cf))
     assert p.returncode == 0, p.stderr
     assert seqs(jsonl(p.stdout)) == [1, 2, 3]
-    assert decode(cf.read_text()) == {"acme/a": 3, "beta/x": 2}
+    assert decode_cursor(cf.read_text()) == {"acme/a": 3, "beta/x": 2}
 
 
 @pytest.mark.parametrize("content,what", [(b"", b"empty"), (b"garbage!!", b"not base64"), (b"\xff\xfe", b"not UTF-8")])
@@ -170,7 +170,7 @@ def test_no_event_missed_or_repeated_between_read_back_and_follow(root, tmp_path
     try:
         for k in range(3):
             tailers.append(Tailer(root, "w/*", "-n", "1000000", "-f"))
-            tailers.append(Tailer(root, "w/*", "-f", "--after", encode({})))
+            tailers.append(Tailer(root, "w/*", "-f", "--after", encode_cursor({})))
             time.sleep(0.1 * k)
         th.join()
         expected = 1 + total
@@ -203,7 +203,7 @@ def test_cursor_file_resume_after_sigterm_and_sigint_no_gap_no_repeat(root, tmp_
         assert t.stop(sig) == 0
         _no_traceback(t.err)
         seen += seqs([orjson.loads(l) for l in t.nothing_more(0.2)])
-        assert decode(cf.read_text())["r/a"] == seen[-1]
+        assert decode_cursor(cf.read_text())["r/a"] == seen[-1]
     t = Tailer(root, "r/*", "-f", "--cursor-file", str(cf))
     seen += seqs(t.events(15 - len(seen)))
     t.stop()
@@ -228,7 +228,7 @@ def test_types_filter_kept_and_live_and_dropped_always_passes(root, cli):
         assert t.events(1)[0]["data"] == {"answer": "2"}
     finally:
         t.stop()
-    t = Tailer(root, "f/*", "-f", "--after", encode({"f/a": 1}), "--types", "run.completed")
+    t = Tailer(root, "f/*", "-f", "--after", encode_cursor({"f/a": 1}), "--types", "run.completed")
     try:
         e = t.events(2)
         assert e[0]["type"] == "wardrik.events.dropped" and e[0]["data"] == {"log": "f/a", "count": 4}  # 2..5
@@ -318,7 +318,7 @@ def test_compaction_past_a_follower_gives_one_dropped_notice(root, tmp_path):
     for i in range(5):
         add(root, "c/a", f"{i}")
     cf = tmp_path / "cur"
-    cf.write_text(encode({"c/a": 2}))
+    cf.write_text(encode_cursor({"c/a": 2}))
     # The follower is stopped (SIGSTOP) while the log is compacted past it, then appended to.
     t = Tailer(root, "c/a", "-f", "--cursor-file", str(cf))
     try:
@@ -335,7 +335,7 @@ def test_compaction_past_a_follower_gives_one_dropped_notice(root, tmp_path):
     finally:
         t.proc.send_signal(signal.SIGCONT)
         t.stop()
-    assert decode(cf.read_text()) == {"c/a": 10}
+    assert decode_cursor(cf.read_text()) == {"c/a": 10}
 
 
 def test_deleted_and_recreated_log_is_read_again_from_its_start(root):
@@ -415,11 +415,11 @@ def test_blocked_follower_does_not_block_appenders(root, cli):
     try:
         t.wait_registered()
         big = orjson.dumps({"delta": "x" * 30_000}).decode()
-        code = ("from wardrik_cli.cli import app\n"
+        code = ("from wardrik_cli.cli.app import run\n"
                 "for i in range(300):\n"
-                f"    app(['--root', {str(root)!r}, 'append', 'b/a', 'message.delta', '--data', {big!r}], standalone_mode=False)\n"
+                f"    assert run(['--root', {str(root)!r}, 'append', 'b/a', 'message.delta', '--data', {big!r}]) == 0\n"
                 "for i in range(20):\n"
-                f"    app(['--root', {str(root)!r}, 'append', 'b/a', 'trigger.fired', '--data', '{{\"trigger\": {{\"name\": \"k\"}}}}'], standalone_mode=False)\n")
+                f"    assert run(['--root', {str(root)!r}, 'append', 'b/a', 'trigger.fired', '--data', '{{\"trigger\": {{\"name\": \"k\"}}}}']) == 0\n")
         p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
         assert p.returncode == 0, p.stderr
         assert len((root / "b" / "a.jsonl").read_bytes().splitlines()) == 21
@@ -465,23 +465,23 @@ case "$ev" in *'"sequence":"000000000002"'*) [ -e {marker} ] || {{ touch {marker
 exit 0
 """)
     script.chmod(0o755)
-    t = Tailer(root, "e/*", "-f", "--after", encode({}), "--cursor-file", str(cf), "--exec", str(script))
+    t = Tailer(root, "e/*", "-f", "--after", encode_cursor({}), "--cursor-file", str(cf), "--exec", str(script))
     try:
         deadline = time.monotonic() + LIVE_WAIT
-        while time.monotonic() < deadline and (not cf.exists() or decode(cf.read_text()) != {"e/a": 3}):
+        while time.monotonic() < deadline and (not cf.exists() or decode_cursor(cf.read_text()) != {"e/a": 3}):
             time.sleep(0.05)
-        assert decode(cf.read_text()) == {"e/a": 3}
+        assert decode_cursor(cf.read_text()) == {"e/a": 3}
         add(root, "e/a", "4")
         deadline = time.monotonic() + LIVE_WAIT
-        while time.monotonic() < deadline and decode(cf.read_text()) != {"e/a": 4}:
+        while time.monotonic() < deadline and decode_cursor(cf.read_text()) != {"e/a": 4}:
             time.sleep(0.05)
-        assert decode(cf.read_text()) == {"e/a": 4}
+        assert decode_cursor(cf.read_text()) == {"e/a": 4}
     finally:
         assert t.stop() == 0
     rows = out.read_text().splitlines()
     got = [int(orjson.loads(r.split(" ", 1)[1])["sequence"]) for r in rows]
     assert got == [1, 2, 2, 3, 4]  # the failed one again, nothing skipped
-    assert [decode(r.split(" ", 1)[0]) for r in rows][-1] == {"e/a": 4}
+    assert [decode_cursor(r.split(" ", 1)[0]) for r in rows][-1] == {"e/a": 4}
     assert b"retrying" in t.err
 
 

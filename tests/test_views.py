@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from foldhelp import SEED_FIXTURE, TRACE, run_events, write
-from wardrik_cli.views import StateView, TimelineView, load
+from wardrik_cli.fold.views import StateView, TimelineView, load
 from wardrik_cli.errors import BadView
 
 

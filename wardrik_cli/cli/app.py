@@ -1,0 +1,256 @@
+"""The ``wardrik`` command line: the Typer app, its global options, and ``run``.
+
+``run(argv, env)`` is the whole command line as a function: it parses, invokes and returns
+the exit code, reading and writing only the environment and streams it is given (see
+``cli.context``), so it can run many times in one process. ``main`` is the console script's
+``run`` over the process's own. ``run`` is the one place errors become a single
+``error: ...`` line on stderr and an exit code (``errors.ExitCode``): no traceback, ever.
+
+Command groups live in their own modules (``write``, ``review``, ``watch``, ``maintain``,
+``audit``) and register themselves on import; only the module a command line needs is
+imported, because start-up time is a measured figure.
+"""
+from __future__ import annotations
+
+import contextvars
+import inspect
+import os
+import sys
+from importlib import import_module
+from typing import IO, Any, Mapping, Optional, Sequence
+
+import typer
+from typer.core import TyperGroup
+
+from wardrik_cli.cli.context import Invocation, binary, current, enter
+from wardrik_cli.errors import ExitCode, WardrikError
+
+HELP = """\
+Tail, grep, fold and prune the event ledgers AI agents leave behind.
+
+Each agent writes one append-only JSONL log of CloudEvents under a root directory (--root, else $WARDRIK_ROOT, else the current directory); log acme/triage is the file ROOT/acme/triage.jsonl. Output is pretty on a terminal and JSON Lines in a pipe (--format changes it).
+
+Examples:
+
+  wardrik --root sample_ledgers tail -f 'acme/*'
+
+  wardrik --root sample_ledgers -v page acme/billing -t tool_call.failed
+"""
+
+PANELS = ("Watch", "Review", "Maintain", "Write")
+# Which module defines each command, in the order ``wardrik --help`` lists them within a panel.
+COMMAND_MODULES = {
+    "tail": "watch", "activity": "watch",
+    "page": "review", "head": "review", "fold": "review", "types": "review", "audit": "audit",
+    "check": "maintain", "compact": "maintain",
+    "append": "write",
+}
+_ORDER = list(COMMAND_MODULES)
+
+
+class _Group(TyperGroup):
+    """Lists commands panel by panel (Watch, Review, Maintain, Write) in ``wardrik --help``."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+
+        def rank(name: str) -> tuple[int, int]:
+            panel = getattr(self.commands.get(name), "rich_help_panel", None)
+            return (PANELS.index(panel) if panel in PANELS else len(PANELS),
+                    _ORDER.index(name) if name in _ORDER else len(_ORDER))
+        return sorted(names, key=rank)
+
+
+app = typer.Typer(name="wardrik", help=HELP, no_args_is_help=True, cls=_Group, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _color_callback(value: str) -> str:
+    if value not in ("auto", "always", "never"):
+        raise typer.BadParameter("use auto, always or never")
+    return value
+
+
+@app.callback()
+def _top(
+    root: Optional[str] = typer.Option(None, "--root", metavar="DIR",
+                                       help="Root directory of the logs (default: $WARDRIK_ROOT, else .)"),
+    deployment: Optional[str] = typer.Option(None, "--deployment", metavar="NAME",
+                                             help="Deployment name for new events (default: $WARDRIK_DEPLOYMENT, "
+                                                  "else .wardrik/config.toml, else local)"),
+    color: str = typer.Option("auto", "--color", metavar="WHEN", callback=_color_callback,
+                              help="Colour in pretty output: auto (on a terminal, unless NO_COLOR is set), always or never."),
+    local: bool = typer.Option(False, "--local", help="Show times in local time instead of UTC (pretty output)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Pretty output: show each event's data as highlighted JSON."),
+) -> None:
+    inv = current()
+    inv.root_arg, inv.deployment_arg = root, deployment
+    inv.color, inv.local, inv.verbose = color, local, verbose
+    from wardrik_cli.cli.render.console import Display, use
+
+    use(Display(color=color, local=local, verbose=verbose, out=inv.out_text, err=inv.err_text, env=inv.env))
+
+
+# ---------------------------------------------------------------------------
+# loading the command modules
+# ---------------------------------------------------------------------------
+_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--root", "--deployment", "--color"})
+
+
+def _subcommand(argv: Sequence[str]) -> Optional[str]:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _GLOBAL_OPTIONS_WITH_VALUE:
+            skip = True
+        elif arg.startswith("-"):
+            continue
+        else:
+            return arg
+    return None
+
+
+def load_commands(argv: Sequence[str] = (), *, everything: bool = False) -> None:
+    """Import the module of the command ``argv`` names (every module for help, completion
+    or a name that is no command's)."""
+    name = _subcommand(argv)
+    wanted = {COMMAND_MODULES[name]} if name in COMMAND_MODULES and not everything else set(COMMAND_MODULES.values())
+    for module in sorted(wanted):
+        import_module(f"wardrik_cli.cli.{module}")
+    _reflow_help(app)
+
+
+def _unwrap(text: Optional[str]) -> Optional[str]:
+    """Help prose reflows to the terminal: a paragraph's line breaks are dropped, examples kept.
+
+    Typer's rich help keeps a docstring's hard line breaks after its first paragraph, which
+    cuts sentences in odd places on a narrow terminal. Indented paragraphs (examples) stay.
+    """
+    if not text:
+        return text
+    paras = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if any(line[:1].isspace() for line in p.splitlines()) else " ".join(p.split("\n"))
+                       for p in paras)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    typer_app.info.help = _unwrap(typer_app.info.help)  # type: ignore[arg-type]
+    for info in typer_app.registered_commands:
+        info.help = _unwrap(info.help or (info.callback.__doc__ if info.callback else None))  # type: ignore[arg-type]
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
+# ---------------------------------------------------------------------------
+# run: the one place errors become messages and exit codes
+# ---------------------------------------------------------------------------
+def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *, stdin: Optional[IO[Any]] = None,
+        stdout: Optional[IO[Any]] = None, stderr: Optional[IO[Any]] = None) -> int:
+    """Run one command line; return its exit code. ``env`` defaults to ``os.environ`` and
+    the streams (binary, or text with a ``buffer``) to the process's own."""
+    from wardrik_cli.cli.entry import FOLLOW_FLAGS
+
+    inv = Invocation(dict(os.environ) if env is None else env, binary(stdin, sys.stdin), binary(stdout, sys.stdout),
+                     binary(stderr, sys.stderr))
+    inv.following = any(a in FOLLOW_FLAGS for a in argv)  # a Ctrl-C even before the follow starts ends it cleanly
+    return contextvars.copy_context().run(_run, list(argv), inv)
+
+
+def _run(argv: list[str], inv: Invocation) -> int:
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from typer.exceptions import Abort, Exit
+
+    enter(inv)
+    code: int = ExitCode.OK
+    try:
+        from wardrik_cli.settings import Settings
+
+        inv.settings = Settings.from_env(inv.env)
+        load_commands(argv)
+        code = _invoke(argv, inv)
+    except Exit as e:
+        code = e.exit_code
+    except NoArgsIsHelpError as e:
+        inv.out_text.write(e.format_message() + "\n")
+        code = ExitCode.OK
+    except WardrikError as e:
+        inv.message(f"error: {e}")
+        code = e.exit_code
+    except ClickException as e:
+        msg = e.format_message()
+        inv.message(f"error: {msg[0].lower() + msg[1:] if msg else msg}")
+        cmd_ctx = getattr(e, "ctx", None)
+        if cmd_ctx is not None:
+            inv.message(f"Try '{cmd_ctx.command_path} --help' for help.")
+        code = ExitCode.USAGE if e.exit_code == 2 else e.exit_code
+    except (KeyboardInterrupt, Abort):
+        code = ExitCode.OK if inv.following else 130
+    except BrokenPipeError:
+        code = ExitCode.OK  # the reader went away (`| head`): not an error
+    except MemoryError:
+        inv.message("error: out of memory")
+        code = ExitCode.FAILURE
+    except OSError as e:
+        inv.message(f"error: {e.strerror or e}{': ' + str(e.filename) if e.filename else ''}")
+        code = ExitCode.FAILURE
+    except Exception as e:  # a bug of ours: still one line, never a traceback
+        inv.message(f"error: internal error: {type(e).__name__}: {e} (please report it; "
+                    "set WARDRIK_TRACEBACK=1 to see where)")
+        if inv.settings.traceback:
+            import traceback
+
+            inv.err_text.write(traceback.format_exc())
+            inv.err_text.flush()
+        code = ExitCode.FAILURE
+    finally:
+        try:
+            inv.flush_out()
+        except (OSError, ValueError):
+            pass  # a closed pipe: nothing more to say there
+        inv.close()
+    return int(code)
+
+
+def _invoke(argv: list[str], inv: Invocation) -> int:
+    """Parse and invoke, letting every exception through to ``_run`` (Typer's own runner
+    would turn a closed pipe into a silent exit 1 and usage errors into Rich panels).
+
+    Typer prints help and usage panels to ``sys.stdout``/``sys.stderr``; while it parses,
+    those are the invocation's streams when it was given others."""
+    from contextlib import ExitStack, redirect_stderr, redirect_stdout
+
+    from typer.main import get_command
+
+    command = get_command(app)
+    with ExitStack() as stack:
+        if inv.out_text is not sys.stdout:
+            stack.enter_context(redirect_stdout(inv.out_text))
+        if inv.err_text is not sys.stderr:
+            stack.enter_context(redirect_stderr(inv.err_text))
+        with command.make_context("wardrik", argv) as ctx:
+            rv = command.invoke(ctx)
+    return rv if isinstance(rv, int) else ExitCode.OK
+
+
+def main() -> None:
+    """The console script (see ``cli.entry``): ``run`` over this process, then exit."""
+    argv = sys.argv[1:]
+    if any(k.endswith("_COMPLETE") for k in os.environ):
+        from typer.main import get_command
+
+        load_commands(argv, everything=True)
+        get_command(app)._main_shell_completion({}, "wardrik", None)  # exits when completing
+    code = run(argv)
+    # A closed stdout must not turn a clean end into a traceback at interpreter exit.
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)

@@ -1,0 +1,132 @@
+"""``check`` and ``compact`` (Maintain panel): thin shells over ``store.check`` and ``store.retention``.
+
+``check`` exits 1 on corruption, a gap or a broken chain (a torn tail is only a warning).
+``compact`` exits 1 when any log could not be swept (the others still are), after its
+report and one ``error:`` line per failed log.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Iterable, Optional
+
+import typer
+
+from wardrik_cli.cli.app import app
+from wardrik_cli.cli.context import current
+from wardrik_cli.cli.options import FormatOpt
+from wardrik_cli.cli.output import Format, choose, emit, write_json
+from wardrik_cli.errors import ExitCode
+
+
+@app.command(rich_help_panel="Maintain")
+def check(
+    patterns: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[PATTERN...]", help="Logs to check (default: all, and the audit log).", show_default=False)] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Verify logs and the audit log: valid events, contiguous sequences, an unbroken audit chain.
+
+    Prints each problem as FILE:LINE: BYTE-OFFSET: WHAT. Corruption, gaps and a broken chain
+    exit 1; a torn tail is only a warning (a writer may be mid-line) and exits 0.
+
+    Examples:
+
+      wardrik check
+
+      wardrik check 'acme/*' --format json
+    """
+    from wardrik_cli.read.reader import resolve_logs
+    from wardrik_cli.store.check import ERROR, check_log
+    from wardrik_cli.store.log import Log
+
+    root = current().root
+    logs = resolve_logs(root, patterns or ["*"])
+    if not patterns:
+        audit = Log.audit(root)
+        if audit.exists():
+            logs.append(audit)
+    shown = choose(fmt, Format.jsonl)
+    each: Iterable[Any] = logs
+    if shown == Format.pretty:
+        from wardrik_cli.cli.render.maintain import progress
+
+        each = progress(logs, "checking")  # a bar on a terminal when the logs are big
+    problems = [p for log in each for p in check_log(log)]
+    failed = any(p.severity == ERROR for p in problems)
+
+    def pretty() -> None:
+        from wardrik_cli.cli.render.maintain import print_check
+
+        print_check(problems, logs)
+
+    emit(shown, pretty=pretty,
+         jsonl=[(f"{p}" if p.severity == ERROR else f"{p} (warning)").encode() for p in problems],
+         json={"ok": not failed, "logs": len(logs), "problems": [p.to_json() for p in problems]})
+    if failed:
+        raise typer.Exit(ExitCode.FAILURE)
+
+
+@app.command(rich_help_panel="Maintain")
+def compact(
+    retention: Annotated[Optional[str], typer.Option(
+        "--retention", "-r", metavar="DURATION",
+        help="Keep events newer than this: 30s, 90m, 12h, 7d, 4w "
+             "(default: retention in .wardrik/config.toml, else 30d).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", "-n", help="Report what would be dropped; change nothing.")] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="If another compact is running on this root, wait for it instead of skipping.")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Drop each log's prefix of events older than the retention (the audit log too).
+
+    Made for cron: crash-safe (kill -9 leaves every log as it was or as it should be), safe
+    while appenders, followers and another compact run (a second compact skips, or waits
+    with --wait). Sequences go on after the highest ever written; readers whose position was
+    dropped get one events.dropped saying how many they missed. Torn tails are cut, their
+    bytes kept beside the log. Exit 1 when any log could not be swept (the others still are).
+
+    Examples:
+
+      0 * * * *  wardrik --root /var/lib/wardrik compact --retention 30d
+
+      wardrik compact --retention 7d --dry-run
+    """
+    from wardrik_cli.store.retention import compact as do_compact
+    from wardrik_cli.store.retention import resolve_retention
+
+    inv = current()
+    root = inv.root
+    root.require()
+    text, _ = resolve_retention(root, retention)
+    shown = choose(fmt, Format.json)
+    progress = None
+    if shown == Format.pretty:
+        from wardrik_cli.cli.render.maintain import SweepProgress
+
+        progress = SweepProgress()
+    try:
+        result = do_compact(root, text, dry_run=dry_run, wait=wait, warn=inv.warn,
+                            on_start=progress.start if progress else None,
+                            on_log=progress.advance if progress else None)
+    finally:
+        if progress:
+            progress.stop()
+    if result.skipped:
+        inv.warn(result.skipped)
+
+    def pretty() -> None:
+        from wardrik_cli.cli.render.maintain import print_sweep
+
+        print_sweep(result)
+
+    emit(shown, pretty=pretty, jsonl=[r.to_json() for r in result.logs], json=lambda: write_json(result.to_json()))
+    for r in result.logs:
+        for note in r.notes:
+            inv.warn(f"{r.log}: {note}")
+    failed = result.failed
+    if failed:
+        for r in failed:
+            inv.message(f"error: {r.log}: not swept: {r.error}")
+        inv.message(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept; the others were")
+        raise typer.Exit(ExitCode.FAILURE)
+

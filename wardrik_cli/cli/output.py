@@ -1,0 +1,108 @@
+"""Writing results in the three formats: one ``emit`` for every command.
+
+``jsonl`` writes stored lines byte for byte (or one compact JSON object a line); ``json``
+writes one document; ``pretty`` is handed to ``cli.render`` (the only code that imports
+Rich). The default is ``pretty`` when stdout is a terminal, else the command's machine
+format. Output goes to the invocation's stdout (``cli.context``) in blocks: a ``Batch``
+collects lines and writes them 64 KiB at a time, whatever ``PYTHONUNBUFFERED`` says.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Callable, Iterable, Optional, Union
+
+import orjson
+
+from wardrik_cli.cli.context import current
+
+BLOCK = 1 << 16
+
+
+class Format(str, Enum):
+    pretty = "pretty"
+    jsonl = "jsonl"
+    json = "json"
+
+
+def choose(fmt: Optional[Format], machine: Format) -> Format:
+    if fmt is not None:
+        return Format(fmt)
+    return Format.pretty if current().isatty() else machine
+
+
+Lines = Iterable[Union[bytes, Any]]
+
+
+def emit(fmt: Format, *, pretty: Callable[[], None], json: Any = None, jsonl: Optional[Lines] = None) -> None:
+    """Write a result in ``fmt``: ``json`` is the document (or a callable that writes it),
+    ``jsonl`` the lines (stored bytes, or objects written as compact JSON), ``pretty`` the
+    renderer to call. A format the command has no form for falls back to ``json``."""
+    if fmt == Format.pretty:
+        pretty()
+    elif fmt == Format.jsonl and jsonl is not None:
+        write_lines(jsonl)
+    elif callable(json):
+        json()
+    else:
+        write_json(json)
+    current().flush_out()
+
+
+def write_lines(lines: Lines) -> None:
+    with Batch() as b:
+        for line in lines:
+            b.line(line if isinstance(line, (bytes, bytearray)) else orjson.dumps(line))
+
+
+def write_line(raw: bytes) -> None:
+    out = current().stdout
+    out.write(raw + b"\n")
+
+
+def write_json(obj: Any, *, indent: bool = True) -> None:
+    current().stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0) + b"\n")
+
+
+def write_events_json(raws: Iterable[bytes], next_cursor_fn: Callable[[], str]) -> None:
+    """``{"events": [...], "next": "..."}`` streamed: stored lines go in as they are read."""
+    with Batch() as b:
+        b.write(b'{"events": [')
+        first = True
+        for raw in raws:
+            b.write(b"\n  " if first else b",\n  ")
+            b.write(raw)
+            first = False
+        b.write(b"\n], " if not first else b"], ")
+        b.write(b'"next": ' + orjson.dumps(next_cursor_fn()) + b"}\n")
+
+
+class Batch:
+    """Bytes for stdout, written in blocks of ``BLOCK`` (and when the batch ends or is flushed)."""
+
+    def __init__(self) -> None:
+        self.out = current().stdout
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        if self.size >= BLOCK:
+            self.flush()
+
+    def line(self, raw: bytes) -> None:
+        self.write(raw)
+        self.write(b"\n")
+
+    def flush(self) -> None:
+        if self.parts:
+            self.out.write(b"".join(self.parts))
+            self.parts, self.size = [], 0
+        self.out.flush()
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None or not issubclass(exc[0], BrokenPipeError):  # type: ignore[arg-type]
+            self.flush()

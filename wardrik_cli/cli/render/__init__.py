@@ -1,0 +1,1 @@
+"""Human output (``--format pretty``): the only code that imports Rich."""

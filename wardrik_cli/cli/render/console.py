@@ -1,0 +1,146 @@
+"""Where pretty output goes and how it looks: the display of one invocation.
+
+A ``Display`` holds what the global options chose (``--color``, ``--local``, ``-v``), the
+text streams to write to and the environment Rich reads (``NO_COLOR``, ``COLUMNS``, ...).
+The command line sets one per invocation (``use``); nothing here is process-wide, so many
+invocations can run in one process (the tests do). Without one, the process's own streams
+and environment are used.
+
+Times: stored times are shown in UTC, or in local time under ``--local``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from contextvars import ContextVar
+from datetime import datetime, timezone
+from typing import Any, Mapping, Optional, TextIO
+
+
+class Display:
+    __slots__ = ("color", "local", "verbose", "out", "err", "env")
+
+    def __init__(self, *, color: str = "auto", local: bool = False, verbose: bool = False,
+                 out: Optional[TextIO] = None, err: Optional[TextIO] = None,
+                 env: Optional[Mapping[str, str]] = None):
+        self.color, self.local, self.verbose = color, local, verbose
+        self.out, self.err, self.env = out, err, env
+
+
+_DISPLAY: ContextVar[Display] = ContextVar("wardrik_display")
+
+
+def use(d: Display) -> None:
+    """Make ``d`` the display of the current invocation (context)."""
+    _DISPLAY.set(d)
+
+
+def display() -> Display:
+    d = _DISPLAY.get(None)
+    if d is None:
+        d = Display()
+        _DISPLAY.set(d)
+    return d
+
+
+def console(stderr: bool = False) -> Any:
+    """A Rich console on the display's stdout (or stderr), honouring ``--color``."""
+    d = display()
+    kw: dict[str, Any] = {"highlight": False,
+                          "file": (d.err or sys.stderr) if stderr else (d.out or sys.stdout),
+                          "_environ": dict(d.env if d.env is not None else os.environ)}
+    if d.color == "never":
+        kw["no_color"] = True
+        kw["color_system"] = None
+    elif d.color == "always":
+        kw["force_terminal"] = True
+        kw["no_color"] = False
+    return _console_class()(**kw)
+
+
+_CONSOLE_CLASS: Any = None
+
+
+def _console_class() -> Any:
+    """Rich's Console, except that a closed pipe raises BrokenPipeError (Rich would exit 1;
+    for wardrik a reader going away is a normal end, see ``cli.app``)."""
+    global _CONSOLE_CLASS
+    if _CONSOLE_CLASS is None:
+        from rich.console import Console
+
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                raise BrokenPipeError
+
+        _CONSOLE_CLASS = _Console
+    return _CONSOLE_CLASS
+
+
+# ---------------------------------------------------------------------------
+# times
+# ---------------------------------------------------------------------------
+def _dt(t: Any) -> Optional[datetime]:
+    if not isinstance(t, str) or len(t) < 19:
+        return None
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith("Z") else t)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone() if display().local else dt.astimezone(timezone.utc)
+
+
+def tz_label() -> str:
+    if not display().local:
+        return "UTC"
+    off = datetime.now().astimezone().strftime("%z")
+    return f"{off[:3]}:{off[3:]}" if off else "local"
+
+
+def day_of(t: Any) -> str:
+    dt = _dt(t)
+    return dt.strftime("%Y-%m-%d") if dt else ""
+
+
+def clock(t: Any, precise: bool = False) -> str:
+    """``09:00:03`` (``09:00:03.123456`` when precise), in UTC or, with --local, local time."""
+    dt = _dt(t)
+    if dt is None:
+        return str(t or "")[:8]
+    return dt.strftime("%H:%M:%S.%f" if precise else "%H:%M:%S")
+
+
+def short_time(t: Any) -> str:
+    """``2026-10-22 09:00:03``: a date and time in one, for tables without day lines."""
+    dt = _dt(t)
+    return dt.strftime("%Y-%m-%d %H:%M:%S") if dt else str(t or "")
+
+
+def ago(t: Any, now: Optional[datetime] = None) -> str:
+    """How long since t, compactly: ``42s``, ``3m 12s``, ``2h 05m``, ``4d 3h``."""
+    dt = _dt(t)
+    if dt is None:
+        return ""
+    secs = int(((now or datetime.now(timezone.utc)) - dt).total_seconds())
+    return duration(max(secs, 0) * 1000.0)
+
+
+def duration(ms: Any) -> str:
+    if not isinstance(ms, (int, float)):
+        return ""
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    s = ms / 1000
+    if s < 60:
+        return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+    m, s = divmod(int(s), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d {h}h"
+
+

@@ -1,0 +1,165 @@
+"""``page``, ``head``, ``fold`` and ``types`` (Review panel): thin shells over ``read`` and ``fold``.
+
+``run_page`` is the whole of a page in every format, shared with ``audit page``: the events
+(``json``: one document with ``next``; ``pretty``: rows, then ``next:``), then the cursor
+file, written only after the events are printed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from wardrik_cli.cli.app import app
+from wardrik_cli.cli.context import current
+from wardrik_cli.cli.inputs import load_cursor, on_corrupt
+from wardrik_cli.cli.options import After, FormatOpt, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt, Types, Until
+from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_lines
+from wardrik_cli.protocol.cursor import Cursor, encode_cursor
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+
+
+@app.command(rich_help_panel="Review")
+def page(
+    patterns: Patterns,
+    limit: Limit = 100,
+    after: After = None,
+    cursor_file: PageCursorFile = None,
+    types: Types = None,
+    since: Since = None,
+    until: Until = None,
+    run: Run = None,
+    skip_corrupt: SkipCorrupt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Print events oldest first across every matched log, and the cursor to read on.
+
+    Logs are interleaved by time. The next cursor moves past every event read, filtered
+    or not, so paging with it never shows an event twice or skips one.
+
+    Examples:
+
+      wardrik page 'acme/*' --limit 20
+
+      wardrik page 'acme/*' -t tool_call.failed --since 2h -F json | jq -r .next
+    """
+    from wardrik_cli.read.reader import resolve_logs
+
+    start = load_cursor(after, cursor_file)
+    run_page(lambda root: resolve_logs(root, patterns), start, limit=limit, cursor_file=cursor_file, types=types,
+             since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
+
+
+def run_page(logs_of: Callable[[Root], list[Log]], start: Optional[Cursor], *, limit: int,
+             cursor_file: Optional[Path], types: Optional[str], since: Optional[str], until: Optional[str],
+             run: Optional[str], skip_corrupt: bool, fmt: Optional[Format]) -> None:
+    """A page over ``logs_of(root)`` in the chosen format, then the cursor file (page, audit page)."""
+    from wardrik_cli.protocol.times import parse_time_arg
+    from wardrik_cli.read.cursor_file import write_file
+    from wardrik_cli.read.reader import Filters, Reader, parse_types
+
+    inv = current()
+    filters = Filters.build(parse_types(types), parse_time_arg(since) if since else None,
+                            parse_time_arg(until) if until else None, run)
+    logs = logs_of(inv.root)
+    shown = choose(fmt, Format.jsonl)
+    with Reader(logs, start, filters=filters, deployment=inv.deployment(), limit=limit,
+                on_corrupt=on_corrupt(skip_corrupt)) as reader:
+        def pretty() -> None:
+            from wardrik_cli.cli.render.events import print_page
+
+            print_page(iter(reader), lambda: encode_cursor(reader.next))
+
+        emit(shown, pretty=pretty, jsonl=(it.raw for it in reader),
+             json=lambda: write_events_json((it.raw for it in reader), lambda: encode_cursor(reader.next)))
+        if cursor_file is not None:
+            write_file(cursor_file, reader.next)
+
+
+@app.command(rich_help_panel="Review")
+def head(patterns: Patterns) -> None:
+    """Print the cursor at the end of every matched log (read only what comes after it).
+
+    Later, `wardrik page PATTERN --after CURSOR` shows only what was written since.
+
+    Examples:
+
+      cur=$(wardrik head 'acme/*')
+
+      wardrik page 'acme/*' --after "$cur"
+    """
+    from wardrik_cli.read.reader import head as do_head
+    from wardrik_cli.read.reader import resolve_logs
+
+    logs = resolve_logs(current().root, patterns)
+    write_lines([encode_cursor(do_head(logs)).encode()])
+
+
+@app.command(rich_help_panel="Review")
+def fold(
+    log: Annotated[str, typer.Argument(
+        metavar="LOG", help="Log id, or a path to a .jsonl file anywhere (an evidence copy).", show_default=False)],
+    view: Annotated[str, typer.Option(
+        "--view", "-v", metavar="VIEW",
+        help="state, timeline, activity, or MODULE:NAME (an object with initial() and apply(state, event)).")] = "state",
+    at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Stop after the event with this sequence.")] = None,
+    skip_corrupt: SkipCorrupt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Fold a log, oldest first, into a view: its state through the last event (or --at SEQ).
+
+    Views: state (status, task, turns, tool_calls, answer of the latest run; a panel),
+    timeline (runs, model calls, tool calls and waits with their durations; a tree),
+    activity, or your own MODULE:NAME. A checkpoint under .wardrik/ makes the next fold
+    read only the new events; one that no longer matches the log is discarded. Reads this
+    format and seed 000's {"seq","type","data"} lines.
+
+    Examples:
+
+      wardrik fold acme/triage
+
+      wardrik fold acme/triage --view timeline --at 120
+
+      wardrik fold evidence/events.jsonl --format json | jq .state.status
+    """
+    from wardrik_cli.fold.engine import fold_target, result_json, target
+    from wardrik_cli.fold.views import load
+
+    inv = current()
+    v = load(view)  # --at < 0 is refused by the fold itself
+    res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt))
+
+    def pretty() -> None:
+        from wardrik_cli.cli.render.fold import print_fold
+
+        print_fold(res, v)  # a render that fails: ViewFailed
+
+    emit(choose(fmt, Format.json), pretty=pretty, jsonl=(result_json(res) for _ in (0,)),
+         json=lambda: inv.stdout.write(result_json(res, indent=True) + b"\n"))
+
+
+@app.command(rich_help_panel="Review")
+def types(fmt: FormatOpt = None) -> None:
+    """List the protocol: every event type, its kind and its required data fields.
+
+    Kinds: kept (stored with a sequence), live (to followers only), audit (`audit record`),
+    reader (made by wardrik for a reader).
+
+    Example:
+
+      wardrik types --format json | jq -r '.[] | select(.kind=="kept") | .type'
+    """
+    from wardrik_cli.protocol.catalogue import catalogue
+
+    current().root.require()
+    rows = [{"type": t.full, "kind": t.kind, "required": ["data." + r for r in t.required],
+             "optional": ["data." + o for o in t.optional], "description": t.summary} for t in catalogue()]
+
+    def pretty() -> None:
+        from wardrik_cli.cli.render.maintain import print_types
+
+        print_types(catalogue())
+
+    emit(choose(fmt, Format.json), pretty=pretty, jsonl=rows, json=rows)

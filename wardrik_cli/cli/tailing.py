@@ -1,0 +1,236 @@
+"""Printing a tail, shared by ``tail`` and ``audit tail`` (the engine is ``follow.follower``).
+
+Contract kept here:
+- Every event printed (jsonl: the stored line byte for byte; pretty: one line) is flushed,
+  then the cursor past it is saved to ``--cursor-file`` (atomically each time, durably when
+  the command ends). Ctrl-C and SIGTERM are held off while an event is printed and its
+  cursor saved, so a follower stopped and restarted with the same file resumes with no gap
+  and no repeat.
+- Ctrl-C, SIGTERM and a closed stdout (noticed while idle too) end a follow with exit 0.
+- ``--exec CMD`` is a ``follow.listener.Listener`` whose handler pipes each event to
+  ``sh -c CMD`` with the cursor past it in ``WARDRIK_CURSOR``; the cursor file moves on only
+  after CMD exits 0. On failure the listener restarts from the last saved cursor after a
+  backoff (0.5 s doubling to 30 s): at-least-once, so CMD should drop a repeat by the
+  event's id. Without ``-f`` it gives up after ``EXEC_RETRIES`` failures in a row (exit 1).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from wardrik_cli.cli.context import Invocation, current
+from wardrik_cli.cli.output import Format, choose, write_events_json
+from wardrik_cli.errors import BadInput, Failure
+from wardrik_cli.protocol.cursor import Cursor, encode_cursor
+from wardrik_cli.read.reader import Filters, Item, OnCorrupt
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+
+EXEC_BACKOFF_S = (0.5, 30.0)
+EXEC_RETRIES = 3  # without -f: a command that fails this many times more ends the tail (exit 1)
+
+
+class Stopper:
+    """SIGINT/SIGTERM become KeyboardInterrupt, but never in the middle of a held section."""
+
+    def __init__(self) -> None:
+        self.holding = 0
+        self.pending = False
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # an in-process run on another thread: the caller stops it
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handler)
+        self._old[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._give_way)
+
+    def uninstall(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.holding:
+            if self.pending:
+                raise KeyboardInterrupt  # asked twice: stop now
+            self.pending = True
+            # A held section lasts microseconds unless stdout is blocked (nobody reads the
+            # pipe): then give way after a second rather than never end.
+            signal.setitimer(signal.ITIMER_REAL, 1.0)
+            return
+        raise KeyboardInterrupt
+
+    def _give_way(self, signum: int, frame: Any) -> None:
+        if self.holding and self.pending:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> "Stopper":
+        self.holding += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.holding -= 1
+        if not self.holding and self.pending:
+            self.pending = False
+            if self._old:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            raise KeyboardInterrupt
+
+
+class CursorSaver:
+    """Saves the cursor after each event: atomic (rename) each time, durable (fsync) at the end."""
+
+    def __init__(self, path: Optional[Path]):
+        self.path = Path(path) if path is not None else None
+        self.last: Optional[Cursor] = None
+        self.dirty = False
+
+    def save(self, cursor: Cursor) -> None:
+        if self.path is None:
+            return
+        from wardrik_cli.store.fsutil import write_atomic
+
+        self.last = dict(cursor)
+        try:
+            write_atomic(self.path, (encode_cursor(cursor) + "\n").encode(), durable=False)
+        except OSError as e:
+            raise Failure(f"cannot write cursor file {self.path}: {e.strerror}") from None
+        self.dirty = True
+
+    def finish(self, cursor: Optional[Cursor] = None) -> None:
+        if self.path is None:
+            return
+        from wardrik_cli.read.cursor_file import write_file
+
+        if cursor is not None and cursor != self.last:
+            self.last, self.dirty = dict(cursor), True
+        if self.dirty and self.last is not None:
+            write_file(self.path, self.last)  # temp, fsync, rename, fsync the directory
+            self.dirty = False
+
+
+def _printer(fmt: Format, inv: Invocation) -> Callable[[Item], None]:
+    if fmt == Format.pretty:
+        from wardrik_cli.cli.render.events import FollowPrinter
+
+        printer = FollowPrinter()
+        inv.cleanups.append(printer.close)
+        return printer
+    out = inv.stdout
+
+    def write(item: Item) -> None:
+        out.write(item.raw + b"\n")
+        out.flush()
+    return write
+
+
+def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Optional[Cursor], n: int, follow: bool,
+             filters: Filters, deployment: str, on_corrupt: OnCorrupt = None, fmt: Optional[Format] = None,
+             cursor_file: Optional[Path] = None, exec_cmd: Optional[str] = None,
+             live: Sequence[str] | bool = False) -> None:
+    """Print (or hand to ``--exec``) what ``follow.tail_items`` yields: the whole of a tail command.
+
+    logs_fn(): the current ``store.log.Log`` list (see ``follow.tail_items``); after: the
+    decoded start cursor (None: the last ``n``); follow: ``-f``; live: patterns to receive
+    live events for (False for the audit log).
+    """
+    from wardrik_cli.follow.follower import tail_items
+
+    inv = current()
+    shown = choose(fmt, Format.jsonl)
+    if shown == Format.json and follow:
+        raise BadInput("--format json prints one document; with -f use jsonl (or pretty)")
+    stopper = Stopper()
+    saver = CursorSaver(cursor_file)
+    if follow:
+        inv.following = True
+        stopper.install()
+    kw: dict[str, Any] = dict(n=n, follow=follow, filters=filters, deployment=deployment, on_corrupt=on_corrupt,
+                              live=live, warn=inv.warn, poll_s=inv.settings.poll_s,
+                              watch_step_ms=inv.settings.watch_step_ms)
+    try:
+        if exec_cmd is not None:
+            _run_exec(root, logs_fn, after, kw, exec_cmd, saver, stopper, inv)
+            return
+        f = tail_items(root, logs_fn, after=after, hangup_fd=inv.stdout_fd() if follow else None, **kw)
+        try:
+            if shown == Format.json:
+                write_events_json((it.raw for it in f), lambda: encode_cursor(f.cursor))
+                saver.finish(f.cursor)
+                return
+            show = _printer(shown, inv)
+            for item in f:
+                with stopper:
+                    show(item)
+                    if item.seq is not None or item.event.get("type") == "wardrik.events.dropped":
+                        saver.save(f.cursor)
+            saver.finish(f.cursor)
+        finally:
+            f.close()
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+        _quiet_stdout(inv)  # output still buffered for a blocked reader is dropped, not waited on
+    except BrokenPipeError:
+        # the reader went away (`| head`): a normal end, like coreutils tail
+        _quiet_stdout(inv)
+    finally:
+        try:
+            saver.finish()
+        finally:
+            stopper.uninstall()
+
+
+def _quiet_stdout(inv: Invocation) -> None:
+    fd = inv.stdout_fd()
+    if fd is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Optional[Cursor], kw: dict[str, Any], cmd: str,
+              saver: CursorSaver, stopper: Stopper, inv: Invocation) -> None:
+    """``--exec``: a listener whose handler runs ``sh -c CMD`` per event (see the module docstring)."""
+    import subprocess
+
+    from wardrik_cli.follow.listener import Listener
+
+    def handle(event: dict[str, Any], listener: Listener) -> bool:
+        item = listener.item
+        assert item is not None and listener.cursor is not None
+        env = dict(inv.env, WARDRIK_CURSOR=listener.cursor, WARDRIK_LOG=item.log)
+        rc = subprocess.run(cmd, shell=True, input=item.raw + b"\n", env=env).returncode
+        if rc != 0:
+            failures[0] = rc
+            return False
+        with stopper:
+            from wardrik_cli.protocol.cursor import decode_cursor
+
+            saver.save(decode_cursor(listener.cursor))
+        return True
+
+    def on_error(_result: Any) -> None:
+        item = listener.item
+        inv.warn(f"--exec exited {failures[0]} on {item.event.get('id') if item else '?'}; "
+                 f"retrying from the saved cursor in {listener.next_delay:g}s")
+
+    failures = [0]
+    listener = Listener(root, handler=handle, cursor=lambda: encode_cursor(saver.last) if saver.last else None,
+                        deployment=kw["deployment"], backoff=EXEC_BACKOFF_S, live=False, on_error=on_error,
+                        logs_fn=logs_fn, filters=kw["filters"], start=after, n=kw["n"], follow=kw["follow"],
+                        retries=None if kw["follow"] else EXEC_RETRIES, on_corrupt=kw["on_corrupt"],
+                        warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"])
+    listener.patterns = list(kw["live"]) if kw["live"] and not isinstance(kw["live"], bool) else []
+    listener.live = bool(listener.patterns)
+    end = listener.run()
+    if end is not None:
+        saver.finish(end)

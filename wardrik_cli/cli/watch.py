@@ -1,0 +1,185 @@
+"""``tail`` and ``activity`` (Watch panel): thin shells over ``follow`` and ``fold.activity``.
+
+``activity --watch`` redraws when a matched log changes, woken by ``follow.wakeup`` (the
+same wake-ups as ``tail -f``), and ends with exit 0 on Ctrl-C, SIGTERM or a closed pipe.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated, Any, Callable, Iterator, Optional
+
+import orjson
+import typer
+
+from wardrik_cli.cli.app import app
+from wardrik_cli.cli.context import Invocation, current
+from wardrik_cli.cli.inputs import load_cursor, on_corrupt
+from wardrik_cli.cli.options import After, FormatOpt, Lines, Patterns, SkipCorrupt, TailCursorFile, Types
+from wardrik_cli.cli.output import Format, choose, emit
+from wardrik_cli.read.reader import OnCorrupt
+
+WATCH_TICK_S = 1.0  # the "for" column ticks this often while nothing changes
+
+
+@app.command(rich_help_panel="Watch")
+def tail(
+    patterns: Patterns,
+    n: Lines = 10,
+    follow: Annotated[bool, typer.Option(
+        "-f", "--follow", help="Keep following: every event as it is written, live ones too, new logs included.")] = False,
+    after: Annotated[Optional[str], typer.Option(
+        "--after", metavar="CURSOR", help="Start after this cursor (every event after it) instead of the last N.")] = None,
+    cursor_file: TailCursorFile = None,
+    types: Types = None,
+    exec_cmd: Annotated[Optional[str], typer.Option(
+        "--exec", metavar="CMD",
+        help="Run `sh -c CMD` per event: the event on stdin, the cursor past it in $WARDRIK_CURSOR. The cursor "
+             "file moves on only when CMD exits 0; on failure the listener retries from the saved cursor with "
+             "backoff (at least once: drop repeats by event id).")] = None,
+    skip_corrupt: SkipCorrupt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Show the last events across the matched logs, then (with -f) follow them as they are written.
+
+    Between reading back and following no event is missed or shown twice. A half-written
+    line is waited for; a compacted log is followed on (with an events.dropped if events
+    you had not seen were dropped); a deleted and recreated log is read again from its
+    start after a warning. Ctrl-C, SIGTERM or a closed pipe end it cleanly (exit 0).
+
+    Examples:
+
+      wardrik tail -f 'acme/*'
+
+      wardrik tail -f 'acme/*' --types run.completed \\
+        --cursor-file runs.cursor --exec ./on-run.sh
+    """
+    from wardrik_cli.cli.tailing import run_tail
+    from wardrik_cli.follow.follower import agent_logs_fn
+    from wardrik_cli.read.reader import Filters, parse_types, resolve_logs
+
+    inv = current()
+    filters = Filters.build(parse_types(types))
+    start = load_cursor(after, cursor_file)
+    root = inv.root
+    root.require()
+    if follow:
+        logs_fn = agent_logs_fn(root, patterns)
+    else:
+        resolve_logs(root, patterns)  # a literal id naming no log is an error without -f
+        logs_fn = lambda: resolve_logs(root, patterns)  # noqa: E731
+    run_tail(root, logs_fn, after=start, n=n, follow=follow, filters=filters, deployment=inv.deployment(),
+             on_corrupt=on_corrupt(skip_corrupt), fmt=fmt, cursor_file=cursor_file, exec_cmd=exec_cmd,
+             live=patterns if follow else False)
+
+
+@app.command(rich_help_panel="Watch")
+def activity(
+    patterns: Patterns,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="Keep a live table, updated as the logs change (Ctrl-C ends it).")] = False,
+    skip_corrupt: SkipCorrupt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Show what each matched agent is doing now, for how long, and how many messages wait.
+
+    doing: the tool calls running, else the last model call or wait on a person the run
+    started; empty once the run ends. pending: messages received and not yet taken by a
+    run. --watch keeps a live table that changes as the logs do (Ctrl-C ends it, exit 0);
+    on a pipe it prints a JSON line at each change.
+
+    Examples:
+
+      wardrik activity 'acme/*'
+
+      wardrik activity 'acme/*' --watch
+    """
+    from wardrik_cli.fold.activity import activities
+    from wardrik_cli.read.reader import resolve_logs
+
+    inv = current()
+    corrupt = on_corrupt(skip_corrupt)
+    shown = choose(fmt, Format.json)
+    if watch:
+        _watch(inv, patterns, shown, corrupt)
+        return
+    acts = activities(resolve_logs(inv.root, patterns), corrupt)
+
+    def pretty() -> None:
+        from wardrik_cli.cli.render.fold import print_activities
+
+        print_activities(acts)
+
+    emit(shown, pretty=pretty, jsonl=[acts], json=acts)
+
+
+def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt) -> None:
+    """Redraw at each change of a matched log; Ctrl-C, SIGTERM or a closed stdout end it (exit 0)."""
+    from wardrik_cli.fold.activity import activities
+    from wardrik_cli.follow.wakeup import HANGUP, Wakeups
+    from wardrik_cli.protocol.names import has_wildcards
+    from wardrik_cli.read.reader import resolve_logs
+
+    root = inv.root
+    root.require()
+    inv.following = True
+    if threading.current_thread() is threading.main_thread():
+        def _term(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        old = signal.signal(signal.SIGTERM, _term)
+        inv.cleanups.append(lambda: signal.signal(signal.SIGTERM, old))
+
+    def snapshot() -> dict[str, Any]:
+        # Literal names may not exist yet while watching: keep only what exists.
+        pats = [p for p in patterns if has_wildcards(p) or root.log_path(p).is_file()]
+        return activities(resolve_logs(root, pats), corrupt) if pats else {}
+
+    wakeups = Wakeups(str(root.path.resolve()), step_ms=inv.settings.watch_step_ms, hangup_fd=inv.stdout_fd(),
+                      warn=inv.warn)
+    inv.cleanups.append(wakeups.close)
+    tick = WATCH_TICK_S if wakeups.watching else (inv.settings.poll_s or 0.5)
+
+    def changes() -> Iterator[bool]:
+        """True when a matched log may have changed; ends when stdout's reader went away."""
+        while True:
+            what = wakeups.wait(tick)
+            if what == HANGUP:
+                return
+            changed = bool(wakeups.take_changes()) or not wakeups.watching
+            yield changed
+
+    try:
+        if fmt == Format.pretty:
+            _watch_pretty(snapshot, changes())
+        else:
+            last = None
+            for changed in _first_then(changes()):
+                if changed:
+                    acts = snapshot()
+                    if acts != last:
+                        inv.stdout.write(orjson.dumps(acts) + b"\n")
+                        inv.stdout.flush()
+                        last = acts
+    except KeyboardInterrupt:
+        return
+
+
+def _watch_pretty(snapshot: Callable[[], dict[str, Any]], changes: Iterator[bool]) -> None:
+    from rich.live import Live
+
+    from wardrik_cli.cli.render.console import console
+    from wardrik_cli.cli.render.fold import watch_table
+
+    acts = snapshot()
+    with Live(watch_table(acts), console=console(), auto_refresh=False) as live:
+        for changed in changes:
+            if changed:
+                acts = snapshot()
+                live.update(watch_table(acts))
+            live.refresh()  # the "for" column ticks even when nothing changed
+
+
+def _first_then(it: Iterator[bool]) -> Iterator[bool]:
+    yield True
+    yield from it

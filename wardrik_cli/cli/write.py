@@ -1,0 +1,127 @@
+"""``append`` (Write panel): a thin shell over ``store.append`` and the live channel.
+
+Printed means durable: the stored lines are printed only after ``store.append`` returned
+(fsynced unless ``--no-sync``); on a failed write, the whole events already written are
+printed before the error. ``append`` prints JSON Lines even on a terminal unless
+``--format pretty``: it is mostly run by programs.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import orjson
+import typer
+
+from wardrik_cli.cli.app import app
+from wardrik_cli.cli.context import current
+from wardrik_cli.cli.inputs import parse_json, read_arg_bytes
+from wardrik_cli.cli.options import Data, FormatOpt
+from wardrik_cli.cli.output import Format, write_lines
+from wardrik_cli.errors import BadEvent, BadInput, WriteFailed
+
+
+@app.command(rich_help_panel="Write")
+def append(
+    log: Annotated[str, typer.Argument(help="Log id, e.g. acme/triage.", show_default=False)],
+    type_: Annotated[Optional[str], typer.Argument(
+        metavar="TYPE", help="Event type, with or without 'wardrik.' (see `wardrik types`).", show_default=False)] = None,
+    data: Data = None,
+    batch: Annotated[Optional[str], typer.Option(
+        "--batch", metavar="FILE|-",
+        help='JSONL of {"type", "data", "subject"?, "traceparent"?}: all or nothing, one lock, one write, one fsync.')] = None,
+    subject: Annotated[Optional[str], typer.Option(
+        "--subject", metavar="TEXT", help="CloudEvents subject (default: agents/LOG).")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        "--trace", metavar="TRACEPARENT", help="W3C traceparent to use instead of the run's.")] = None,
+    no_sync: Annotated[bool, typer.Option(
+        "--no-sync", help="Skip the fsync (faster; a crash may lose what was printed).")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Append events to a log and print each one as stored (printed means durable).
+
+    Sequences are assigned under a lock that holds across processes. A torn tail left by a
+    crashed writer is cut first (its bytes kept beside the log). Live types
+    (message.delta, ...) go to the log's followers and are never stored.
+
+    Examples:
+
+      wardrik append acme/triage run.started --data '{"task": "Why is checkout slow?"}'
+
+      wardrik append acme/triage --batch events.jsonl
+    """
+    from wardrik_cli.follow import live
+    from wardrik_cli.protocol.names import validate_log_id
+    from wardrik_cli.store.append import append as do_append
+    from wardrik_cli.store.append import live_event, make_item
+    from wardrik_cli.store.log import Log
+
+    inv = current()
+    validate_log_id(log)
+    if batch is not None:
+        if type_ is not None or data is not None or subject is not None or trace is not None:
+            raise BadInput("--batch takes its types, data, subjects and traceparents from the file; "
+                           "give no TYPE, --data, --subject or --trace")
+        items = batch_items(read_arg_bytes(batch if batch == "-" or batch.startswith("@") else "@" + batch, "--batch"))
+    else:
+        if type_ is None:
+            raise BadInput("missing TYPE (or --batch FILE); see `wardrik types`")
+        payload = parse_json(read_arg_bytes(data, "--data"), "--data") if data is not None else {}
+        items = [make_item(type_, payload, subject, trace)]
+    root = inv.root
+    lg = Log.agent(root, log)
+    deployment = inv.deployment()
+    if batch is None and items[0].etype.kind == "live":
+        raw = live_event(lg, items[0], deployment=deployment).rstrip(b"\n")
+        live.publish(root, log, raw)
+        print_appended([raw], fmt)
+        return
+    try:
+        lines_out = do_append(root, lg, items, deployment=deployment, sync=not no_sync, warn=inv.warn,
+                              lock_timeout=inv.settings.lock_timeout)
+    except WriteFailed as e:
+        if e.events:
+            print_appended([line.rstrip(b"\n") for line in e.events], fmt)
+        raise
+    print_appended([line.rstrip(b"\n") for line in lines_out], fmt)
+    live.notify_kept(root, log, lines_out)
+
+
+def print_appended(raws: list[bytes], fmt: Optional[Format]) -> None:
+    """Stored lines as ``append`` and ``audit record`` print them (jsonl unless told)."""
+    if fmt == Format.pretty:
+        from wardrik_cli.cli.render.events import print_appended as pretty
+
+        pretty([orjson.loads(r) for r in raws])
+    elif fmt == Format.json:
+        current().stdout.write(b"[" + b",".join(raws) + b"]\n")
+    else:
+        write_lines(raws)
+    current().flush_out()
+
+
+def batch_items(raw: bytes) -> list[Any]:
+    """A ``--batch`` file as validated items; one bad line refuses the whole batch."""
+    from wardrik_cli.protocol.catalogue import KEPT
+    from wardrik_cli.store.append import make_item
+
+    items = []
+    # Line by line from the bytes: no decoded copy of the whole batch is kept in memory.
+    for n, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        obj = parse_json(line, f"--batch line {n}")
+        try:
+            if not isinstance(obj, dict):
+                raise BadEvent("each line must be a JSON object")
+            extra = set(obj) - {"type", "data", "subject", "traceparent"}
+            if extra:
+                raise BadEvent(f"unknown key(s) {', '.join(sorted(extra))}")
+            if not isinstance(obj.get("type"), str):
+                raise BadEvent('missing "type"')
+            items.append(make_item(obj["type"], obj.get("data", {}), obj.get("subject"), obj.get("traceparent"),
+                                   kinds=(KEPT,)))
+        except BadEvent as e:
+            raise BadEvent(f"--batch line {n}: {e} (nothing was written)") from None
+    if not items:
+        raise BadInput("--batch holds no events")
+    return items

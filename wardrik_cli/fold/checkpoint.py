@@ -1,0 +1,149 @@
+"""Checkpoints: a saved fold (a view's state through a sequence) that makes the next fold read
+only the suffix. A checkpoint is a cache and is never trusted: when it does not match the log
+the fold starts from scratch, and the result is the same either way.
+
+Contract kept here:
+- Where: ``<root>/.wardrik/checkpoints/<log id>@<view key>.json`` ('@' is never in a log id,
+  so no two (log, view) pairs share a file). Only logs under a root have checkpoints; a
+  ``.jsonl`` path outside one never does.
+- What: ``{"checkpoint": 2, "log", "view", "version", "seq", "id", "offset", "inode",
+  "line_sha256", "first_seq", "first_sha256", "state"}``: the view's state after the event
+  with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where the next line starts,
+  ``inode`` the log file's, and the SHA-256 (hex) of the raw bytes (without the ``\n``) of
+  that event's line and of the log's first line when it was taken.
+- Valid only when all of these hold, checked in O(log n) small reads (the first line and the
+  line ending at ``offset``, never the log): same view and view version; the same file (its
+  inode: a rewrite by ``sed -i``, an editor or a compaction makes a new file, so the
+  checkpoint is discarded and the fold starts again from the events kept); the first line
+  has the same bytes and sequence; the line ending just before ``offset`` has the same bytes
+  (so the same sequence and id; a truncation, or an in-place edit of that line, changes
+  them). Anything unreadable, of another shape or version, or not matching is discarded,
+  never trusted, and overwritten by the next save.
+- The limit: an in-place edit (same inode) of a line between the first and the checkpoint's
+  own, keeping the checkpoint's line at the same offset, is not seen (catching it would mean
+  reading the log, which a checkpoint exists to avoid). ``wardrik check`` verifies every
+  line, and a fold without a checkpoint (delete ``.wardrik/checkpoints/``) folds them all.
+- A valid checkpoint is only replaced by one at a higher sequence (the callers' rule).
+- Writes are atomic (a temporary file beside it, then rename) and only on a writable root:
+  on a read-only root (no write permission, or a copy with every write bit cleared) nothing
+  is created. A failed save is silent: a fold never fails because its cache cannot be kept.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import orjson
+
+from wardrik_cli.store import lines
+from wardrik_cli.store.fsutil import writable_dir, write_atomic
+from wardrik_cli.store.log import Log, LogView, decode_event
+
+FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
+
+
+@dataclass
+class Checkpoint:
+    seq: int
+    offset: int
+    state: Any
+
+
+def view_key(view_name: str) -> str:
+    """A file-name-safe key for a view name (``state``, ``mymod:Errors`` -> ``mymod+Errors``)."""
+    return "".join(c if c.isalnum() or c in "._-" else "+" for c in view_name)
+
+
+def path_for(log: Log, view_name: str) -> Path:
+    return log.root.state_path("checkpoints", log.state_key, "@" + view_key(view_name) + ".json")
+
+
+def _writable_dir(p: Path) -> bool:
+    if not p.exists():
+        return True  # will be created under a parent that is checked
+    return writable_dir(p)
+
+
+def root_writable(log: Log) -> bool:
+    root = log.root
+    if not root.path.is_dir() or not _writable_dir(root.path):
+        return False
+    for d in (root.tool_dir / "checkpoints", root.tool_dir):
+        if d.exists():
+            return _writable_dir(d)
+    return True
+
+
+def load(log: Log, lv: LogView, view_name: str, version: str) -> Optional[Checkpoint]:
+    """The checkpoint of this (log, view), if it is readable and matches the log now; else None."""
+    p = path_for(log, view_name)
+    try:
+        doc = orjson.loads(p.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    try:
+        if not (isinstance(doc, dict) and doc.get("checkpoint") == FORMAT and doc.get("log") == log.name
+                and doc.get("view") == view_name and doc.get("version") == version and "state" in doc):
+            return None
+        seq, offset, first_seq, inode = doc["seq"], doc["offset"], doc["first_seq"], doc["inode"]
+        line_hash, first_hash, ident = doc["line_sha256"], doc["first_sha256"], doc["id"]
+        if not all(type(x) is int for x in (seq, offset, first_seq, inode)) or seq < first_seq or offset <= 0:
+            return None
+    except (KeyError, TypeError):
+        return None
+    if lv.fd is None or lv.ino != inode or offset > lv.end:
+        return None
+    first = lines.first_line(lv.fd, lv.end)
+    if first is None or _sha256(first[1]) != first_hash or _seq_id(first[1])[0] != first_seq:
+        return None
+    if os.pread(lv.fd, 1, offset - 1) == b"\n":
+        prev = lines.last_line(lv.fd, offset)
+        if prev is not None and _sha256(prev[1]) == line_hash and _seq_id(prev[1]) == (seq, ident):
+            return Checkpoint(seq, offset, doc["state"])
+    return None
+
+
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _seq_id(raw: bytes) -> tuple[Optional[int], Any]:
+    # The same bytes were decoded when the checkpoint was saved; decoding them again makes
+    # the checkpoint's own fields (seq, id) agree with its hashes, whoever edited the file.
+    try:
+        e = decode_event(raw)
+        return int(e["sequence"]), e.get("id")
+    except (ValueError, KeyError, TypeError):
+        return None, None
+
+
+def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: int, last_raw: bytes,
+         state_json: bytes) -> bool:
+    """Save the state through ``seq`` (the line ``last_raw`` ending at ``offset``); False if not saved."""
+    if seq <= 0 or not root_writable(log):
+        return False
+    first = lines.first_line(lv.fd, lv.end) if lv.fd is not None else None
+    try:
+        last = decode_event(last_raw)
+        first_seq = int(decode_event(first[1])["sequence"]) if first is not None else None
+    except ValueError:
+        return False
+    if first is None or lv.ino is None or int(last["sequence"]) != seq:
+        return False
+    head = orjson.dumps({"checkpoint": FORMAT, "log": log.name, "view": view_name, "version": version,
+                         "seq": seq, "id": last.get("id"), "offset": offset, "inode": lv.ino,
+                         "line_sha256": _sha256(last_raw), "first_seq": first_seq,
+                         "first_sha256": _sha256(first[1])})
+    body = head[:-1] + b',"state":' + state_json + b"}"
+    p = path_for(log, view_name)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        # Not durable: a checkpoint lost or cut short by a crash is unreadable, hence discarded.
+        write_atomic(p, body, durable=False, tmp=p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"))
+        return True
+    except OSError:
+        return False

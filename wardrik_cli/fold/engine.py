@@ -1,0 +1,345 @@
+"""Folding a log into a view: oldest first, streaming, from a checkpoint when one is valid.
+
+Contract kept here:
+- What is folded: a log id under the root, or a path ending in ``.jsonl`` anywhere (an
+  evidence copy). A path that is a log under the root is that log; any other path is read
+  as it is and never gets a checkpoint.
+- Formats: this tool's CloudEvents lines, or seed 000's ``{"seq", "type", "data"}`` lines.
+  The first complete line decides; a line of the other format later on is refused
+  (``CorruptLedger`` naming its line and byte offset). A path whose first line is neither is
+  not a ledger (``BadInput``).
+- A fold is always the fold of the events the file holds now; ``--at SEQ`` stops after that
+  sequence (found by bisection). A checkpoint is used only when ``checkpoint.load`` finds it
+  valid and it is not past ``--at``; the state is saved again when the fold got further,
+  unless a corrupt line was skipped (a checkpoint must equal the full fold).
+- Streaming: lines are read in 1 MB chunks and dropped as they go; memory is the view's state.
+- Lines the view does not read (its ``types``) are not decoded: in this tool's fixed key
+  order the type sits at a fixed place after the id, and the sequence right before the
+  traceparent, so a byte look gives both. Such a line must still have that shape (start
+  with ``{"specversion":"1.0","id":"``, end with ``}``, a 12-digit sequence) or it is decoded
+  and judged like any other; ``wardrik check`` parses every line.
+- A view that raises (in ``initial``, ``apply`` or ``finish``) is ``ViewFailed`` naming the
+  view, the log and the event's sequence; so is a state ``result_json`` cannot write.
+- A valid checkpoint is never replaced by one at a lower sequence (``--at`` after a full fold).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import orjson
+
+from wardrik_cli.fold import checkpoint
+from wardrik_cli.store import lines
+from wardrik_cli.errors import BadInput, CorruptLedger, NoSuchLog
+from wardrik_cli.protocol.names import LOG_SUFFIX, validate_log_id
+from wardrik_cli.store.layout import Root, log_id_from_path
+from wardrik_cli.store.log import Log, LogView, Watermark, decode_event, peek
+from wardrik_cli.fold.views import ViewFailed, load as load_view, name_of, types_of, version_of
+
+OnCorrupt = Optional[Callable[[CorruptLedger], None]]
+WARDRIK, SEED = "wardrik", "seed-000"
+
+
+
+class _FileLog(Log):
+    """A .jsonl file outside any root: no watermark, no lock, no checkpoint."""
+
+    def __init__(self, path: Path):
+        super().__init__(Root(path.parent), str(path), path, "")
+
+    def read_watermark(self) -> Optional[Watermark]:
+        return None
+
+
+@dataclass
+class Target:
+    label: str  # what "log" says in the output: the log id, or the path as given
+    log: Log
+    checkpoints: bool
+
+
+@dataclass
+class FoldResult:
+    log: str
+    view: str
+    through: int
+    state: Any
+    format: str = WARDRIK
+    from_checkpoint: Optional[int] = None  # the sequence the fold resumed after, if any
+    saved: bool = False
+    events_read: int = 0
+
+    def to_json(self) -> dict:
+        return {"log": self.log, "view": self.view, "through": self.through, "state": self.state}
+
+
+def target(root: Root, arg: str) -> Target:
+    """A log id, or a path ending in .jsonl (anywhere)."""
+    if arg.endswith(LOG_SUFFIX):
+        p = Path(arg)
+        if not p.exists():
+            raise BadInput(f"no file {arg!r}")
+        if not p.is_file():
+            raise BadInput(f"{arg!r} is not a file")
+        if root.path.is_dir():
+            log_id = log_id_from_path(Root(os.path.realpath(root.path)), Path(os.path.realpath(p)))
+            if log_id is not None:
+                return Target(arg, Log.agent(root, log_id), True)
+        return Target(arg, _FileLog(p), False)
+    validate_log_id(arg)
+    root.require()
+    log = Log.agent(root, arg)
+    if not log.exists():
+        raise NoSuchLog(f"no log {arg!r} under {root.path}")
+    return Target(arg, log, True)
+
+
+def decode_seed(raw: bytes) -> Optional[dict]:
+    try:
+        d = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if (isinstance(d, dict) and type(d.get("seq")) is int and isinstance(d.get("type"), str)
+            and isinstance(d.get("data"), dict) and "specversion" not in d and "sequence" not in d):
+        return d
+    return None
+
+
+def fold_target(tgt: Target, view: Any, spec: str, *, at: Optional[int] = None, on_corrupt: OnCorrupt = None,
+         use_checkpoints: bool = True, save_checkpoints: bool = True) -> FoldResult:
+    """Fold ``tgt`` with ``view`` (through ``at`` when given)."""
+    if at is not None and at < 0:
+        raise BadInput(f"--at {at}: a sequence is a whole number, 0 or more")
+    vname = name_of(view, spec)
+    with tgt.log.open() as lv:
+        if lv.fd is None:
+            raise NoSuchLog(f"no log {tgt.label!r} (it was removed)")
+        fmt = _format(tgt, lv)
+        if fmt == SEED:
+            return _fold_seed(tgt, lv, view, vname, at, on_corrupt)
+        if at is not None:
+            _check_at(tgt, lv, at, on_corrupt)
+        version = version_of(view, spec)
+        ck = valid = None
+        if use_checkpoints and tgt.checkpoints:
+            ck = valid = checkpoint.load(tgt.log, lv, vname, version)
+            if ck is not None and at is not None and ck.seq > at:
+                ck = None  # past --at: not usable here, but kept (see the save below)
+        if ck is not None:
+            state, through, start = ck.state, ck.seq, ck.offset
+        else:
+            state, through, start = _initial(view, vname, tgt), 0, 0
+        end = lv.end
+        if at is not None:
+            # Bisection bounds the read; it answers 0 when a corrupt line is in its way, and
+            # then the scan stops by sequence instead (and meets the corrupt line).
+            bound = lv.offset_after_seq(at)
+            if bound > start:
+                end = bound
+        scan = Scan(tgt, lv, view, vname, on_corrupt)
+        state, through = scan.run(state, through, start, end, at)
+        res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
+                         events_read=scan.events)
+        # Never replace a valid checkpoint by one at a lower sequence (a fold --at after a full
+        # fold): the next full fold would have more to read.
+        if (save_checkpoints and tgt.checkpoints and scan.skipped == 0 and scan.last_raw is not None
+                and through > (valid.seq if valid else 0)):
+            state_json = _state_json(state)
+            if state_json is not None:
+                res.saved = checkpoint.save(tgt.log, lv, vname, version, through, scan.last_end, scan.last_raw,
+                                            state_json)
+        res.state = _finish(view, vname, tgt, state, through)
+        return res
+
+
+def _state_json(state: Any) -> Optional[bytes]:
+    """The state as JSON, only if it comes back equal (else resuming from it could differ)."""
+    try:
+        b = orjson.dumps(state)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    try:
+        return b if orjson.loads(b) == state else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _initial(view: Any, vname: str, tgt: Target) -> Any:
+    try:
+        return view.initial()
+    except Exception as e:
+        raise ViewFailed(f"view {vname!r} failed in initial() (before sequence 1 of {tgt.label}): "
+                         f"{type(e).__name__}: {e}") from None
+
+
+def result_json(res: FoldResult, *, indent: bool = False) -> bytes:
+    """``{"log", "view", "through", "state"}`` as JSON; sets and tuples become lists, other
+    objects their repr. A state JSON cannot hold (a key that is not a string, an integer past
+    64 bits, nesting too deep) is ``ViewFailed`` naming the view."""
+    try:
+        return orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2 if indent else 0)
+    except (TypeError, orjson.JSONEncodeError) as e:
+        raise ViewFailed(f"view {res.view!r}: its state through sequence {res.through} of {res.log} cannot be "
+                         f"written as JSON ({e}); use --format pretty, or keep the state to JSON types "
+                         f"(string keys)") from None
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def _finish(view: Any, vname: str, tgt: Target, state: Any, through: int) -> Any:
+    fin = getattr(view, "finish", None)
+    if fin is None:
+        return state
+    try:
+        return fin(state, through)
+    except Exception as e:
+        raise ViewFailed(f"view {vname!r} failed in finish() after sequence {through} of {tgt.label}: "
+                         f"{type(e).__name__}: {e}") from None
+
+
+def _format(tgt: Target, lv: LogView) -> str:
+    first = lines.first_line(lv.fd, lv.end)
+    if first is None:
+        if isinstance(tgt.log, _FileLog) and lv.size > 0 and os.pread(lv.fd, 1, 0) != b"{":
+            raise BadInput(f"{tgt.label} is not a ledger: it holds no line of events")
+        return WARDRIK
+    try:
+        decode_event(first[1])
+        return WARDRIK
+    except ValueError as e:
+        if decode_seed(first[1]) is not None:
+            return SEED
+        if isinstance(tgt.log, _FileLog):
+            raise BadInput(f"{tgt.label} is not a ledger: line 1 is neither a wardrik event nor a seed-000 "
+                           f'{{"seq", "type", "data"}} event ({e})') from None
+        return WARDRIK  # a log under the root: its corrupt first line is reported by the scan
+
+
+def _check_at(tgt: Target, lv: LogView, at: int, on_corrupt: OnCorrupt) -> None:
+    try:
+        last = lv.last_seq()
+        first = lv.first_seq()
+    except CorruptLedger:
+        if on_corrupt is not None:
+            return
+        raise
+    if at > last:
+        raise BadInput(f"--at {at} is past the end of {tgt.label} (its last sequence is {last})")
+    if at < first - 1:
+        raise BadInput(f"--at {at} is before the first event {tgt.label} holds ({first}): "
+                       f"the events through {first - 1} were dropped by compaction")
+
+
+class Scan:
+    """The hot loop: decode only what the view reads, apply it, remember where it ended."""
+
+    def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt):
+        self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
+        self.skipped = 0
+        self.events = 0
+        self.last_raw: Optional[bytes] = None
+        self.last_end = 0
+
+    def run(self, state: Any, through: int, start: int, end: int, at: Optional[int]) -> tuple[Any, int]:
+        lv, view = self.lv, self.view
+        types = types_of(view)
+        skip_ok = types is not None
+        wanted = frozenset(t.encode() for t in types) if types is not None else frozenset()
+        apply = view.apply
+        last_raw, last_end, n = None, self.last_end, 0
+        for off, raw in lines.iter_lines(lv.fd, start, end):
+            if skip_ok:
+                p = peek(raw)
+                if p is not None and p[0] not in wanted:
+                    seq = int(p[1])
+                    if at is not None and seq > at:
+                        break
+                    through, last_raw, last_end = seq, raw, off + len(raw) + 1
+                    n += 1
+                    continue
+            try:
+                event = decode_event(raw)
+            except ValueError as e:
+                if decode_seed(raw) is not None:
+                    raise self._mixed(off, "a seed-000 {\"seq\", \"type\", \"data\"} line in a file of wardrik "
+                                           "events") from None
+                err = lv.corrupt(off, f"corrupt line ({e})")
+                if self.on_corrupt is None:
+                    raise err from None
+                self.on_corrupt(err)
+                self.skipped += 1
+                continue
+            seq = int(event["sequence"])
+            if at is not None and seq > at:
+                break
+            if types is None or event["type"] in types:
+                try:
+                    state = apply(state, event)
+                except Exception as e:
+                    raise ViewFailed(f"view {self.vname!r} failed at sequence {seq} of {self.tgt.label}: "
+                                     f"{type(e).__name__}: {e}") from None
+            through, last_raw, last_end = seq, raw, off + len(raw) + 1
+            n += 1
+        self.events += n
+        if last_raw is not None:
+            self.last_raw, self.last_end = last_raw, last_end
+        return state, through
+
+    def _mixed(self, off: int, what: str) -> CorruptLedger:
+        err = self.lv.corrupt(off, what)
+        err.args = (f"{err}: a file mixing the two formats is refused",)
+        return err
+
+
+def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: Optional[int], on_corrupt: OnCorrupt) -> FoldResult:
+    """Seed 000's lines: small demo ledgers, decoded whole, no checkpoint (they have no ids)."""
+    if at is not None:
+        last = lines.last_line(lv.fd, lv.end)
+        d = decode_seed(last[1]) if last else None
+        last_seq = d["seq"] if d else None
+        if last_seq is not None and at > last_seq:
+            raise BadInput(f"--at {at} is past the end of {tgt.label} (its last seq is {last_seq})")
+    types = types_of(view)
+    state, through, n = _initial(view, vname, tgt), 0, 0
+    for off, raw in lines.iter_lines(lv.fd, 0, lv.end):
+        e = decode_seed(raw)
+        if e is None:
+            try:
+                decode_event(raw)
+                other = True
+            except ValueError:
+                other = False
+            if other:
+                err = lv.corrupt(off, "a wardrik event in a file of seed-000 {\"seq\", \"type\", \"data\"} lines")
+                raise CorruptLedger(err.path, err.line, err.offset,
+                                    f"{err.what}: a file mixing the two formats is refused")
+            err = lv.corrupt(off, "corrupt line (not a seed-000 {\"seq\", \"type\", \"data\"} event)")
+            if on_corrupt is None:
+                raise err
+            on_corrupt(err)
+            continue
+        if at is not None and e["seq"] > at:
+            break
+        if types is None or e["type"] in types:
+            try:
+                state = view.apply(state, e)
+            except Exception as ex:
+                raise ViewFailed(f"view {vname!r} failed at sequence {e['seq']} of {tgt.label}: "
+                                 f"{type(ex).__name__}: {ex}") from None
+        through = e["seq"]
+        n += 1
+    state = _finish(view, vname, tgt, state, through)
+    return FoldResult(tgt.label, vname, through, state, SEED, None, events_read=n)
+
+
+def fold(root: Root, log_arg: str, spec: str, **kw: Any) -> FoldResult:
+    """Convenience: resolve the target and the view by name, then fold."""
+    view = load_view(spec)
+    return fold_target(target(root, log_arg), view, spec, **kw)

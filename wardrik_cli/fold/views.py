@@ -1,0 +1,383 @@
+"""Views: what a fold folds a log into, and the built-in ones (state, timeline, activity).
+
+The protocol (duck-typed, so any object will do):
+- ``initial() -> state``: the state before any event.
+- ``apply(state, event) -> state``: the state after one more event (oldest first). It may
+  mutate ``state`` and return it. ``event`` is the stored event as a dict.
+- optional ``types``: a set of full type names (``wardrik.tool_call.started``) the view
+  reads. The fold then skips every other line without decoding it (a byte look at the
+  line's ``"type"``), which is most of the cost of a fold. ``None`` means every event.
+- optional ``finish(state, through) -> state``: called once when a fold ends, with the
+  sequence of the last event read (applied or skipped); the ``state`` view sets
+  ``applied_through`` there, so skipped lines still count.
+- optional ``render(state)``: something Rich can print (or a string), for ``--format pretty``
+  (the built-in views are drawn by the command line's renderer). A view whose ``initial``, ``apply``, ``finish`` or ``render`` raises ends the fold with one
+  ``ViewFailed`` error naming the view (and the sequence), never a traceback.
+- optional ``version``: a string that changes whenever the view's code changes what it
+  computes. A checkpoint carries it; one with another version is discarded. A custom view
+  without one gets the hash of its module's source file.
+
+A state must be JSON (dicts, lists, strings, numbers, booleans, null) for a checkpoint to be
+saved; a state that does not survive a JSON round trip unchanged is simply never saved.
+
+Built-in views:
+- ``state``: seed 000's fold (status, task, turns, tool_calls, answer, applied_through) over
+  this format (``run.started`` .. ``run.completed``) and seed 000's ``{"seq","type","data"}``
+  lines (``run.created``, ``model.responded``, ``tool.returned``, ``run.completed``); all but
+  applied_through describe the latest run.
+- ``timeline``: runs and, inside each, model calls, tool calls and waits on a person, with
+  their durations, in order. It keeps the latest ``MAX_RUNS`` runs and the latest
+  ``MAX_ITEMS`` items of each (counting what it left out), so its memory and its checkpoint
+  stay bounded on a log of any length.
+- ``activity``: what the agent is doing now (CONTRACT.md, ``activity``).
+Custom views are named ``module:name`` (``name`` may be dotted; a class is instantiated).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+from datetime import datetime
+from typing import Any, Optional, Protocol, runtime_checkable
+
+from wardrik_cli.errors import BadView, Failure
+
+P = "wardrik."
+
+
+@runtime_checkable
+class View(Protocol):
+    def initial(self) -> Any: ...
+
+    def apply(self, state: Any, event: dict) -> Any: ...
+
+
+class ViewFailed(Failure):
+    """A view raised while folding: names the view and the event's sequence."""
+
+
+def _g(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def _seq_of(event: dict) -> int:
+    s = event.get("sequence")
+    if s is not None:
+        return int(s)
+    return int(event.get("seq") or 0)
+
+
+def _duration_ms(start: Optional[str], end: Optional[str]) -> Optional[float]:
+    """Milliseconds between two stored (or RFC 3339) times; None when either is missing."""
+    if not isinstance(start, str) or not isinstance(end, str):
+        return None
+    try:
+        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return round((b - a).total_seconds() * 1000, 3)
+
+
+# ---------------------------------------------------------------------------
+# state
+# ---------------------------------------------------------------------------
+class StateView:
+    """Seed 000's fold, in both formats; a new run resets what describes the latest run."""
+
+    name = "state"
+    version = "state/1"
+    # The events it reads; every other line is only counted (applied_through, via finish).
+    types = frozenset({
+        P + "run.started", P + "run.completed", P + "run.failed",
+        P + "message.completed", P + "tool_call.completed", P + "tool_call.failed",
+        # seed 000's names (its files are always decoded whole; listed for completeness)
+        "run.created", "model.responded", "tool.returned", "run.completed",
+    })
+
+    def initial(self) -> dict:
+        return {"status": "empty", "task": None, "turns": 0, "tool_calls": 0, "answer": None, "applied_through": 0}
+
+    def apply(self, s: dict, e: dict) -> dict:
+        t = e.get("type")
+        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if t == P + "run.started" or t == "run.created":
+            s.update(status="running", task=data.get("task"), turns=0, tool_calls=0, answer=None)
+        elif t == P + "message.completed" or t == "model.responded":
+            s["turns"] += 1
+        elif t in (P + "tool_call.completed", P + "tool_call.failed", "tool.returned"):
+            s["tool_calls"] += 1
+        elif t == P + "run.completed" or t == "run.completed":
+            s["status"], s["answer"] = "completed", data.get("answer")
+        elif t == P + "run.failed":
+            s["status"] = "failed"
+            s["answer"] = None
+        s["applied_through"] = _seq_of(e)
+        return s
+
+    def finish(self, s: dict, through: int) -> dict:
+        s["applied_through"] = through
+        return s
+
+
+
+# ---------------------------------------------------------------------------
+# timeline
+# ---------------------------------------------------------------------------
+class TimelineView:
+    """Runs, and the model calls, tool calls and waits inside them, with durations."""
+
+    name = "timeline"
+    version = "timeline/1"
+    MAX_RUNS = 200
+    MAX_ITEMS = 2000
+    types = frozenset({
+        P + "run.started", P + "run.completed", P + "run.failed",
+        P + "message.started", P + "message.completed",
+        P + "tool_call.started", P + "tool_call.completed", P + "tool_call.failed",
+        P + "input.requested", P + "input.received",
+        "run.created", "model.responded", "tool.called", "tool.returned", "run.completed",
+    })
+
+    def __init__(self, max_runs: int | None = None, max_items: int | None = None):
+        self.max_runs = max_runs or self.MAX_RUNS
+        self.max_items = max_items or self.MAX_ITEMS
+
+    def initial(self) -> dict:
+        return {"runs": [], "earlier_runs": 0}
+
+    # -- helpers -------------------------------------------------------------
+    def _new_run(self, s: dict, run_id: Any, e: dict, task: Any, status: str) -> dict:
+        run = {"run": run_id, "task": task, "status": status, "started": e.get("time"), "ended": None,
+               "duration_ms": None, "seq": _seq_of(e), "items": [], "earlier_items": 0}
+        s["runs"].append(run)
+        if len(s["runs"]) > self.max_runs:
+            del s["runs"][0]
+            s["earlier_runs"] += 1
+        return run
+
+    def _current(self, s: dict, e: dict) -> dict:
+        runs = s["runs"]
+        if runs and runs[-1]["status"] in ("running", "outside a run"):
+            return runs[-1]
+        # Work outside any run (a host's tool call, a log cut by compaction mid-run).
+        return self._new_run(s, None, e, None, "outside a run")
+
+    def _add(self, run: dict, item: dict) -> None:
+        run["items"].append(item)
+        if len(run["items"]) > self.max_items:
+            del run["items"][0]
+            run["earlier_items"] += 1
+
+    def _close(self, run: dict, kind: str, ident: Any, e: dict, status: str, **extra: Any) -> bool:
+        for item in reversed(run["items"]):
+            if item["kind"] == kind and item["id"] == ident and item["status"] == "running":
+                item["ended"] = e.get("time")
+                item["duration_ms"] = _duration_ms(item["started"], item["ended"])
+                item["status"] = status
+                item.update(extra)
+                return True
+        return False
+
+    def _open(self, s: dict, e: dict, kind: str, ident: Any, name: Any = None) -> None:
+        run = self._current(s, e)
+        self._add(run, {"kind": kind, "id": ident, "name": name, "status": "running", "started": e.get("time"),
+                        "ended": None, "duration_ms": None, "seq": _seq_of(e)})
+
+    def _end_run(self, s: dict, e: dict, status: str) -> None:
+        run = self._current(s, e)
+        run["status"], run["ended"] = status, e.get("time")
+        run["duration_ms"] = _duration_ms(run["started"], run["ended"])
+        for item in run["items"]:
+            if item["status"] == "running":
+                item["status"] = "unfinished"
+
+    # -- apply ---------------------------------------------------------------
+    def apply(self, s: dict, e: dict) -> dict:
+        t = e.get("type")
+        d = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if t == P + "run.started" or t == "run.created":
+            if s["runs"] and s["runs"][-1]["status"] == "running":
+                self._end_run(s, e, "abandoned")  # a new run began without the last one ending
+            self._new_run(s, _g(d, "run", "id"), e, d.get("task"), "running")
+        elif t == P + "run.completed" or t == "run.completed":
+            self._end_run(s, e, "completed")
+        elif t == P + "run.failed":
+            self._end_run(s, e, "failed")
+        elif t == P + "message.started":
+            self._open(s, e, "model", _g(d, "message", "id"))
+        elif t == P + "message.completed":
+            run = self._current(s, e)
+            if not self._close(run, "model", _g(d, "message", "id"), e, "completed"):
+                self._add(run, {"kind": "model", "id": _g(d, "message", "id"), "name": None, "status": "completed",
+                                "started": None, "ended": e.get("time"), "duration_ms": None, "seq": _seq_of(e)})
+        elif t == "model.responded":  # seed 000: a model response, no start event and no times
+            self._add(self._current(s, e), {"kind": "model", "id": None, "name": d.get("stop_reason"),
+                                            "status": "completed", "started": None, "ended": None,
+                                            "duration_ms": None, "seq": _seq_of(e)})
+        elif t == P + "tool_call.started":
+            self._open(s, e, "tool", _g(d, "tool", "call", "id"), _g(d, "tool", "name"))
+        elif t == "tool.called":
+            self._open(s, e, "tool", d.get("id"), d.get("name"))
+        elif t in (P + "tool_call.completed", P + "tool_call.failed", "tool.returned"):
+            ident = _g(d, "tool", "call", "id") if t.startswith(P) else d.get("id")
+            status = "failed" if t == P + "tool_call.failed" else "completed"
+            run = self._current(s, e)
+            if not self._close(run, "tool", ident, e, status):
+                self._add(run, {"kind": "tool", "id": ident, "name": _g(d, "tool", "name") or d.get("name"),
+                                "status": status, "started": None, "ended": e.get("time"), "duration_ms": None,
+                                "seq": _seq_of(e)})
+        elif t == P + "input.requested":
+            self._open(s, e, "wait", _g(d, "request", "id"))
+        elif t == P + "input.received":
+            run = self._current(s, e)
+            if not self._close(run, "wait", _g(d, "request", "id"), e, "answered"):
+                self._add(run, {"kind": "wait", "id": _g(d, "request", "id"), "name": None, "status": "answered",
+                                "started": None, "ended": e.get("time"), "duration_ms": None, "seq": _seq_of(e)})
+        return s
+
+
+
+# ---------------------------------------------------------------------------
+# activity
+# ---------------------------------------------------------------------------
+class ActivityView:
+    """What an agent is doing now: running tool calls, else the last thing it started.
+
+    State: ``tools`` (the stored tool_call.started events still running, oldest first),
+    ``last`` (the last message.started / input.requested of the current run, whether or not
+    it has completed since: the contract's "the last thing the agent started"; None before
+    any in the run and once the run ends), ``pending`` (ids of messages received and not yet
+    taken by a run.started, in arrival order).
+    """
+
+    name = "activity"
+    version = "activity/2"  # /1 cleared a model call or wait when it completed
+    types = frozenset({
+        P + "run.started", P + "run.completed", P + "run.failed", P + "message.received",
+        P + "message.started", P + "tool_call.started", P + "tool_call.completed", P + "tool_call.failed",
+        P + "input.requested",
+    })
+
+    def initial(self) -> dict:
+        return {"tools": [], "last": None, "pending": []}
+
+    def apply(self, s: dict, e: dict) -> dict:
+        t = e.get("type")
+        d = e.get("data") if isinstance(e.get("data"), dict) else {}
+        if t == P + "tool_call.started":
+            s["tools"].append(e)
+        elif t == P + "tool_call.completed" or t == P + "tool_call.failed":
+            cid = _g(d, "tool", "call", "id")
+            s["tools"] = [x for x in s["tools"] if _g(x, "data", "tool", "call", "id") != cid]
+        elif t == P + "message.started" or t == P + "input.requested":
+            s["last"] = e  # stays after its message.completed / input.received: still the last started
+        elif t == P + "message.received":
+            mid = _g(d, "message", "id")
+            if mid is not None and mid not in s["pending"]:
+                s["pending"].append(mid)
+        elif t == P + "run.started":
+            taken = _g(d, "run", "message_ids")
+            if isinstance(taken, list) and taken:
+                gone = set(x for x in taken if isinstance(x, str))
+                s["pending"] = [m for m in s["pending"] if m not in gone]
+            s["tools"], s["last"] = [], None  # a new run: whatever the last one left open is over
+        elif t == P + "run.completed" or t == P + "run.failed":
+            s["tools"], s["last"] = [], None
+        return s
+
+
+
+def activity_of(state: dict) -> dict:
+    """The contract's ``{"doing", "since", "pending"}`` from an activity view's state."""
+    doing = list(state["tools"]) if state["tools"] else ([state["last"]] if state["last"] is not None else [])
+    since = doing[0].get("time") if doing else None
+    return {"doing": doing, "since": since, "pending": len(state["pending"])}
+
+
+BUILTIN = {"state": StateView, "timeline": TimelineView, "activity": ActivityView}
+BUILTIN_TYPES = frozenset(BUILTIN.values())
+
+
+# ---------------------------------------------------------------------------
+# loading a view by name
+# ---------------------------------------------------------------------------
+def is_view(obj: Any) -> bool:
+    return callable(getattr(obj, "initial", None)) and callable(getattr(obj, "apply", None))
+
+
+def load(spec: str) -> Any:
+    """A view by name: ``state``, ``timeline``, ``activity`` or ``module:name``. BadView if not."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]()
+    if ":" not in spec:
+        raise BadView(f"unknown view {spec!r}: use state, timeline, activity or MODULE:NAME (e.g. myviews:Errors)")
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise BadView(f"bad view {spec!r}: expected MODULE:NAME, e.g. myviews:Errors")
+    # Like uvicorn and gunicorn, look for the module in the current directory too.
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise BadView(f"view {spec!r}: no module named {module_name!r} (looked in the current directory and "
+                          f"the Python path)") from None
+        raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
+    except Exception as e:  # the user's module raised while importing
+        raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BadView(f"view {spec!r}: module {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if isinstance(obj, type):
+        if not is_view(obj):
+            raise BadView(f"view {spec!r} is not a view: a view has initial() and apply(state, event)")
+        try:
+            obj = obj()
+        except Exception as e:
+            raise BadView(f"view {spec!r}: creating it failed: {type(e).__name__}: {e}") from None
+    if not is_view(obj):
+        raise BadView(f"view {spec!r} is not a view: a view has initial() and apply(state, event)")
+    return obj
+
+
+def name_of(view: Any, spec: str) -> str:
+    return getattr(view, "name", None) if spec in BUILTIN else spec
+
+
+def version_of(view: Any, spec: Optional[str] = None) -> str:
+    """The view's ``version``, else a hash of its module's source (a code change discards checkpoints)."""
+    v = getattr(view, "version", None)
+    if isinstance(v, (str, int)) and not isinstance(v, bool):
+        return str(v)
+    module_name = spec.partition(":")[0] if spec and ":" in spec else type(view).__module__
+    path = getattr(sys.modules.get(module_name), "__file__", None)
+    if path:
+        try:
+            with open(path, "rb") as f:
+                return "src:" + hashlib.sha256(f.read()).hexdigest()[:16]
+        except OSError:
+            pass
+    return "unversioned"
+
+
+def types_of(view: Any) -> Optional[frozenset[str]]:
+    """The view's ``types`` with and without the prefix (``tool_call.started`` reads the stored
+    ``wardrik.tool_call.started``; seed 000's names stay as they are); None: every event."""
+    t = getattr(view, "types", None)
+    if t is None:
+        return None
+    try:
+        names = [str(x) for x in t]
+    except TypeError:
+        return None
+    return frozenset(names) | frozenset(n if n.startswith(P) else P + n for n in names)

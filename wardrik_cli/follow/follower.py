@@ -1,0 +1,622 @@
+"""The follow engine behind ``tail [-f]``, ``audit tail [-f]`` and the ``Listener``.
+
+Contract kept here:
+- Read back, then follow. The read-back is either every event after a cursor (the merge
+  of ``reader.Reader``) or the last ``n`` events across the logs, read backwards from each
+  file's end (never whole files). Its result is a position per log: the last sequence
+  seen. Following then reads each log *by sequence* after that position, so between
+  reading back and following no event is missed or shown twice, whatever writers do;
+  wake-ups are armed before the read-back, so nothing written meanwhile waits for a later
+  wake-up.
+- Each log is delivered in sequence order; logs are read as they change. Logs that start
+  to match later (a new file, a literal id that did not exist yet) are read from their
+  start (or from the given cursor's position for them).
+- Only complete lines are read: a half-written last line is waited for, never shown.
+- A log replaced by a new file (compaction's atomic rename) is reopened and continued by
+  sequence; when its first kept event is past the follower's position, one
+  ``events.dropped`` (count = events missed) comes first. A log deleted is warned about;
+  one whose new file does not continue the old one (sequences went back, or another event
+  sits at the follower's position) is warned about and read again from its start.
+- Wake-ups (``wakeup.Wakeups``): file changes under the root (inotify through watchfiles);
+  a doorbell datagram from ``wardrik append`` on the live channel (see ``live``) for an
+  immediate wake; and a stat poll of every followed file every ``poll_s`` seconds
+  (``WARDRIK_POLL_S``; 1 s with inotify, 0.2 s without), which is also the whole
+  mechanism where inotify is unavailable.
+- Live events (``live=PATTERNS`` on a writable root) are received by a thread into a
+  bounded queue, so a follower blocked on its output never blocks an appender; when
+  the queue is full, live events are dropped (never kept ones) and counted.
+- The engine is silent: it warns through ``warn`` and raises library errors (a corrupt
+  complete line is ``CorruptLedger`` unless ``on_corrupt``). It installs no signal
+  handlers; ``stop()`` ends the iteration from any thread, and so does ``hangup_fd``
+  (e.g. stdout) reporting POLLERR/POLLHUP: the reader of a pipe went away.
+- Readers never write: no lock is taken; the only thing created is the live
+  registration, and only when ``live`` is given and the root is writable.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import select
+import threading
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from wardrik_cli.store import lines
+from wardrik_cli.protocol.cursor import Cursor
+from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.protocol.envelope import dumps_line
+from wardrik_cli.store.log import Log, LogView, decode_event
+from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice
+from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
+
+LogsFn = Callable[[], list[Log]]
+Warn = Callable[[str], None]
+LIVE_QUEUE_MAX = 10_000
+LIVE_QUEUE_BYTES = 16 << 20
+
+
+class _LiveReceiver(threading.Thread):
+    """Drains the live socket into a bounded queue so the kernel's short queue never fills."""
+
+    def __init__(self, sub: Any, waker: Waker):
+        super().__init__(name="wardrik-live", daemon=True)
+        self.sub, self.waker = sub, waker
+        self.queue: collections.deque = collections.deque()
+        self.lost = 0
+        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
+        # Bounded whatever the reader's pace: live events by count and bytes, doorbells by
+        # log (one pending ring per log says all there is to say: "read this log").
+        self._lock = threading.Lock()
+        self._bytes = 0
+        self._rung: set[str] = set()
+
+    def pop(self) -> Optional[tuple[str, Optional[bytes]]]:
+        with self._lock:
+            if not self.queue:
+                return None
+            entry = self.queue.popleft()
+            if entry[1] is None:
+                self._rung.discard(entry[0])
+            else:
+                self._bytes -= len(entry[1])
+            return entry
+
+    def run(self) -> None:
+        p = select.poll()
+        p.register(self.sub.fileno(), select.POLLIN)
+        p.register(self.stop_r, select.POLLIN)
+        while True:
+            try:
+                ready = p.poll()
+            except InterruptedError:
+                continue
+            if any(fd == self.stop_r for fd, _ in ready):
+                return
+            got = self.sub.receive()
+            with self._lock:
+                for entry in got:
+                    log_id, body = entry
+                    if body is None:
+                        if log_id in self._rung:
+                            continue
+                        self._rung.add(log_id)
+                    elif len(self.queue) >= LIVE_QUEUE_MAX or self._bytes + len(body) > LIVE_QUEUE_BYTES:
+                        self.lost += 1  # best effort: live events only
+                        continue
+                    else:
+                        self._bytes += len(body)
+                    self.queue.append(entry)
+            if got:
+                self.waker.ring()
+
+    def close(self) -> None:
+        try:
+            os.write(self.stop_w, b"x")
+        except OSError:
+            pass
+        self.join(timeout=2)
+        for fd in (self.stop_r, self.stop_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class _LogState:
+    """Where the follower is in one log: position (last sequence seen) and the open file."""
+
+    def __init__(self, log: Log, position: int, last_id: Optional[str] = None):
+        self.log = log
+        self.position = position
+        self.last_id = last_id
+        self.view: Optional[LogView] = None
+        self.offset = 0
+        self.missing_warned = False
+        self.seen_file = False
+        self.size_seen: tuple[int, int] = (-1, -1)
+
+    def close(self) -> None:
+        if self.view is not None:
+            self.view.close()
+            self.view = None
+
+
+class Follower:
+    """Iterate for ``reader.Item``s (kept, notices, live); ``cursor`` is the cursor past the
+    last item handed out (``prev_cursor``: before it). See the module docstring."""
+
+    def __init__(self, root: Any, logs_fn: LogsFn, *, after: Optional[Cursor] = None, n: int = 10,
+                 follow: bool = False, filters: Optional[Filters] = None, deployment: str = "local",
+                 on_corrupt: OnCorrupt = None, live: Sequence[str] | bool = False,
+                 warn: Optional[Warn] = None, hangup_fd: Optional[int] = None,
+                 poll_s: Optional[float] = None, watch_step_ms: Optional[int] = None):
+        if poll_s is None or watch_step_ms is None:
+            from wardrik_cli.settings import Settings
+
+            s = Settings.from_env()
+            poll_s = s.poll_s if poll_s is None else poll_s
+            watch_step_ms = s.watch_step_ms if watch_step_ms is None else watch_step_ms
+        self.poll_s, self.watch_step_ms = poll_s, watch_step_ms
+        self.root = root
+        self.logs_fn = logs_fn
+        self.after = dict(after) if after is not None else None
+        self.n = max(0, n)
+        self.follow = follow
+        self.filters = filters or Filters()
+        self.deployment = deployment
+        self.on_corrupt = on_corrupt
+        self.live_patterns = list(live) if live and not isinstance(live, bool) else []
+        self.warn = warn or (lambda msg: None)
+        self.hangup_fd = hangup_fd
+        self.positions: dict[str, int] = {}
+        self.states: dict[str, _LogState] = {}
+        self.prev_cursor: Cursor = {}
+        self.watcher_active = False
+        self._stopped = False
+        self._wakeups: Optional[Wakeups] = None
+        self._receiver: Optional[_LiveReceiver] = None
+        self._sub: Any = None
+        self._lost_reported = 0
+        self._root_abs = os.path.abspath(os.fspath(root.path))
+        self._ruled_out: set[str] = set()
+
+    # -- cursor ----------------------------------------------------------------
+    @property
+    def cursor(self) -> Cursor:
+        cur = dict(self.after or {})
+        cur.update(self.positions)
+        return cur
+
+    def stop(self) -> None:
+        """End the iteration (from any thread); the current item, if any, is finished first."""
+        self._stopped = True
+        if self._wakeups is not None:
+            self._wakeups.ring()
+
+    # -- set-up and tear-down -------------------------------------------------------
+    def _arm(self) -> None:
+        """Start wake-ups (and the live registration) before reading back."""
+        self._wakeups = Wakeups(self._root_abs, step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd, warn=self.warn)
+        self.watcher_active = self._wakeups.watching
+        if self.live_patterns and self._registrable():
+            from wardrik_cli.follow.live import Subscription
+
+            types = sorted(self.filters.types) if self.filters.types is not None else None
+            try:
+                self._sub = Subscription(self.root, self.live_patterns, types)
+            except OSError:
+                self._sub = None  # a read-only root has no writers, hence no live events
+            if self._sub is not None:
+                self._receiver = _LiveReceiver(self._sub, self._wakeups.waker)
+                self._receiver.start()
+
+    def _registrable(self) -> bool:
+        """Only a writable root gets a registration; a read-only one is left untouched."""
+        path = os.fspath(self.root.path)
+        tool = os.fspath(self.root.tool_dir)
+        from wardrik_cli.store.fsutil import writable_dir
+
+        return writable_dir(path) and (not os.path.isdir(tool) or writable_dir(tool))
+
+    def close(self) -> None:
+        self._stopped = True
+        if self._receiver is not None:
+            self._receiver.close()
+            self._receiver = None
+        if self._sub is not None:
+            self._sub.close()
+            self._sub = None
+        for st in self.states.values():
+            st.close()
+        if self._wakeups is not None:
+            self._wakeups.close()
+            self._wakeups = None
+
+    def __enter__(self) -> "Follower":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- iteration ---------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Item]:
+        try:
+            if self.follow:
+                self._arm()
+            logs = self.logs_fn()
+            for log in logs:
+                self.states[log.name] = _LogState(log, 0)
+            if self.after is not None:
+                yield from self._read_back_after(logs)
+            else:
+                yield from self._read_back_last(logs)
+            if not self.follow:
+                return
+            yield from self._follow()
+        finally:
+            self.close()
+
+    def _hand_out(self, item: Item) -> Item:
+        self.prev_cursor = self.cursor
+        if item.seq is not None:
+            self.positions[item.log] = item.seq
+            st = self.states.get(item.log)
+            if st is not None:
+                st.position, st.last_id = item.seq, item.event.get("id")
+        return item
+
+    def _read_back_after(self, logs: list[Log]) -> Iterator[Item]:
+        assert self.after is not None
+        with Reader(logs, self.after, filters=self.filters, deployment=self.deployment,
+                    on_corrupt=self.on_corrupt) as reader:
+            for log in logs:
+                self.positions[log.name] = reader.positions[log.name]
+                self.states[log.name].position = reader.positions[log.name]
+            for item in reader:
+                if item.seq is None:  # a dropped notice: the reader already moved past it
+                    self.positions[item.log] = reader.positions[item.log]
+                    self.states[item.log].position = reader.positions[item.log]
+                    yield self._hand_out(item)
+                    continue
+                # the reader may have skipped filtered events before this one
+                yield self._hand_out(item)
+                if self._stopped:
+                    return
+            for log in logs:  # past every event read, filtered or not
+                st = self.states[log.name]
+                if st.position != reader.positions[log.name]:
+                    st.position, st.last_id = reader.positions[log.name], None
+                self.positions[log.name] = st.position
+
+    def _read_back_last(self, logs: list[Log]) -> Iterator[Item]:
+        """The last n accepted events across the logs, each log read backwards from its end."""
+        picked: list[tuple[str, str, int, Item]] = []
+        ends: dict[str, tuple[int, Optional[str]]] = {}
+        exhausted: dict[str, tuple[LogView, int]] = {}
+        views = []
+        try:
+            for log in logs:
+                view = log.open()
+                views.append(view)
+                last = view.last()
+                ends[log.name] = (view.last_seq(), last[1].get("id") if last else None)
+                if self.n == 0 or view.fd is None:
+                    continue
+                got = 0
+                full = True
+                for off, raw in lines.iter_lines_backward(view.fd, view.end):
+                    ev = view.decode_or_report(off, raw, self.on_corrupt)
+                    if ev is None or not self.filters.accepts(ev):
+                        continue
+                    picked.append((ev["time"], log.name, int(ev["sequence"]), Item(log.name, raw, ev, int(ev["sequence"]))))
+                    got += 1
+                    if got >= self.n:
+                        full = False
+                        break
+                if full:
+                    exhausted[log.name] = (view, got)
+            picked.sort(key=lambda x: x[:3])
+            chosen = picked[-self.n:] if self.n else []
+            per_log: dict[str, list[Item]] = collections.defaultdict(list)
+            for _t, name, _s, it in chosen:
+                per_log[name].append(it)
+            # Position before each log's first shown event, so every cursor handed out is exact.
+            for log in logs:
+                shown = per_log.get(log.name)
+                pos = shown[0].seq - 1 if shown else ends[log.name][0]
+                self.positions[log.name] = pos
+                self.states[log.name].position = pos
+            notices = []
+            for name, (view, got) in exhausted.items():
+                # this log's every event is shown: a reader starting at 0 missed what was dropped
+                if len(per_log.get(name, [])) == got:
+                    first = view.first_seq()
+                    if first > 1:
+                        ev = dropped_notice(view.log, view, 0, first, self.deployment)
+                        notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
+        finally:
+            for v in views:
+                v.close()
+        for it in notices:
+            yield self._hand_out(it)
+        for _t, _name, _s, it in chosen:
+            yield self._hand_out(it)
+            if self._stopped:
+                return
+        for log in logs:  # past the end of the read-back snapshot (filtered events included)
+            last_seq, last_id = ends[log.name]
+            if self.positions[log.name] < last_seq:
+                self.positions[log.name] = last_seq
+                self.states[log.name].position, self.states[log.name].last_id = last_seq, last_id
+        for name, (seq, last_id) in ends.items():
+            if self.states[name].last_id is None and self.positions[name] == seq:
+                self.states[name].last_id = last_id
+
+    # -- following ---------------------------------------------------------------------
+    def _follow(self) -> Iterator[Item]:
+        wakeups = self._wakeups
+        assert wakeups is not None
+        tick = self.poll_s if self.poll_s is not None else (1.0 if wakeups.watching else 0.2)
+        rescan_every = 5.0 if wakeups.watching else tick
+        import time
+
+        last_rescan = time.monotonic()
+        for st in list(self.states.values()):
+            yield from self._read_log(st)
+        while not self._stopped:
+            if wakeups.wait(tick) == HANGUP:
+                return
+            if self._stopped:
+                return
+            # live events and doorbells, in the order they were sent
+            if self._receiver is not None:
+                while not self._stopped:
+                    entry = self._receiver.pop()
+                    if entry is None:
+                        break
+                    log_id, body = entry
+                    if body is None:
+                        st = self.states.get(log_id)
+                        if st is not None:
+                            yield from self._read_log(st)
+                        elif self._new_log(log_id):
+                            yield from self._read_log(self.states[log_id])
+                        continue
+                    item = self._live_item(log_id, body)
+                    if item is not None:
+                        yield self._hand_out(item)
+                lost = self._receiver.lost
+                if lost > self._lost_reported:
+                    self.warn(f"dropped {lost - self._lost_reported} live event(s): this follower could not keep up")
+                    self._lost_reported = lost
+            # files: unknown log files the watcher saw, then every followed log
+            changed = wakeups.take_changes()
+            now = time.monotonic()
+            unknown = {p for p in changed if self._unknown(p)}
+            if now - last_rescan >= rescan_every or unknown:
+                if now - last_rescan >= rescan_every:
+                    self._ruled_out.clear()
+                last_rescan = now
+                for log in self.logs_fn():
+                    if log.name not in self.states:
+                        self._add(log)
+                for p in unknown:  # changed files that logs_fn did not pick: do not rescan for them again
+                    if self._unknown(p):
+                        self._ruled_out.add(os.path.relpath(p, self._root_abs)[: -len(".jsonl")].replace(os.sep, "/"))
+            for st in list(self.states.values()):
+                if self._stopped:
+                    return
+                yield from self._read_log(st)
+
+    def _unknown(self, path: str) -> bool:
+        """A log file the watcher saw that we do not follow yet (and did not rule out)."""
+        from wardrik_cli.protocol.names import LOG_SUFFIX, is_log_id
+
+        rel = os.path.relpath(path, self._root_abs).replace(os.sep, "/")
+        if rel == ".wardrik/audit" + LOG_SUFFIX:
+            name = "audit"
+        elif rel.startswith(".") or "/." in rel or not rel.endswith(LOG_SUFFIX):
+            return False
+        else:
+            name = rel[: -len(LOG_SUFFIX)]
+            if not is_log_id(name):
+                return False
+        return name not in self.states and name not in self._ruled_out
+
+    def _new_log(self, log_id: str) -> bool:
+        for log in self.logs_fn():
+            if log.name == log_id and log_id not in self.states:
+                self._add(log)
+                return True
+        return False
+
+    def _add(self, log: Log) -> None:
+        pos = (self.after or {}).get(log.name, 0)
+        self.states[log.name] = _LogState(log, pos)
+        if pos:
+            self.positions[log.name] = pos
+
+    def _live_item(self, log_id: str, body: bytes) -> Optional[Item]:
+        if log_id not in self.states and not self._matches_live(log_id):
+            return None
+        try:
+            import orjson
+
+            ev = orjson.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(ev, dict) or not isinstance(ev.get("time"), str) or not self.filters.accepts(ev):
+            return None
+        return Item(log_id, body, ev, None)
+
+    def _matches_live(self, log_id: str) -> bool:
+        from wardrik_cli.protocol.names import pattern_regex
+
+        return any(pattern_regex(p).fullmatch(log_id) for p in self.live_patterns)
+
+    def _read_log(self, st: _LogState) -> Iterator[Item]:
+        """Deliver what ``st.log`` holds past ``st.position``: reopen by sequence on a new file."""
+        log = st.log
+        try:
+            pst = os.stat(log.path)
+        except FileNotFoundError:
+            if st.seen_file and not st.missing_warned:
+                self.warn(f"{log.name}: the log was deleted; waiting for it to be written again")
+                st.missing_warned = True
+            return
+        except OSError:
+            return
+        if st.view is None or pst.st_ino != st.view.ino:
+            yield from self._reopen(st)
+            if st.view is None:
+                return
+        elif (pst.st_size, pst.st_mtime_ns) == st.size_seen:
+            return  # nothing new (the common case on every wake-up)
+        st.size_seen = (pst.st_size, pst.st_mtime_ns)
+        fd = st.view.fd
+        assert fd is not None
+        end, size = lines.complete_end(fd)
+        if size < st.offset:
+            # rewritten in place below where we were: find our place again by sequence
+            yield from self._reopen(st, force=True)
+            if st.view is None:
+                return
+            fd = st.view.fd
+            end, size = lines.complete_end(fd)
+        if end <= st.offset:
+            return
+        for off, raw in lines.iter_lines(fd, st.offset, end):
+            st.offset = off + len(raw) + 1
+            ev = st.view.decode_or_report(off, raw, self.on_corrupt)
+            if ev is None:
+                continue
+            seq = int(ev["sequence"])
+            if seq <= st.position:
+                continue
+            if self.filters.accepts(ev):
+                yield self._hand_out(Item(log.name, raw, ev, seq))
+            else:
+                st.position, st.last_id = seq, ev.get("id")
+                self.positions[log.name] = seq
+            if self._stopped:
+                return
+
+    def _reopen(self, st: _LogState, force: bool = False) -> Iterator[Item]:
+        log = st.log
+        view = log.open()
+        if view.fd is None:
+            return
+        had_file = st.seen_file
+        was_missing = st.missing_warned
+        st.close()
+        st.view = view
+        st.seen_file = True
+        st.missing_warned = False
+        if st.position > 0:
+            verdict = _classify(view, st.position, st.last_id, replaced=had_file)
+            if verdict == "recreated" or (verdict == "continue" and was_missing and st.last_id is None):
+                self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
+                st.position, st.last_id = 0, None
+                self.positions[log.name] = 0
+            elif verdict == "dropped":
+                first = view.first_seq()
+                ev = dropped_notice(log, view, st.position, first, self.deployment)
+                st.position, st.last_id = first - 1, None
+                self.positions[log.name] = first - 1  # before the hand-out: a cursor saved then is past it
+                yield self._hand_out(Item(log.name, dumps_line(ev)[:-1], ev, None))
+        elif had_file and was_missing:
+            self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
+        st.offset = view.offset_after_seq(st.position)
+
+
+def _classify(view: LogView, position: int, last_id: Optional[str], *, replaced: bool = False) -> str:
+    """Does this file continue the log we followed to ``position``?
+
+    ``continue``: yes; ``dropped``: yes, but compaction dropped events past our position;
+    ``recreated``: no (sequences went back, or another event holds our position, or the
+    file was replaced by one that no compaction record vouches for)."""
+    try:
+        first_seq, last_seq = view.first_seq(), view.last_seq()
+    except CorruptLedger:
+        return "continue"  # let the reader meet the corruption and report it
+    if last_seq < position:
+        return "recreated"
+    if first_seq > position + 1:
+        return "dropped"
+    if last_id is None:
+        # We never saw the event at our position (we started from a cursor). A file that
+        # replaced the one we had open is compaction's only when its watermark says so.
+        if replaced and first_seq <= position and view.watermark() is None:
+            return "recreated"
+        return "continue"
+    if first_seq > position:
+        return "continue"
+    off = view.offset_after_seq(position - 1)
+    item = lines.first_line(view.fd, view.end) if off == 0 else None
+    if off != 0:
+        for o, raw in lines.iter_lines(view.fd, off, view.end):
+            item = (o, raw)
+            break
+    if item is None:
+        return "continue"
+    try:
+        ev = decode_event(item[1])
+    except ValueError:
+        return "continue"
+    if int(ev["sequence"]) == position and ev.get("id") != last_id:
+        return "recreated"
+    return "continue"
+
+
+def tail_items(root: Any, logs_fn: LogsFn, *, after: Optional[Cursor] = None, n: int = 10,
+               follow: bool = False, filters: Optional[Filters] = None, deployment: str = "local",
+               on_corrupt: OnCorrupt = None, live: Sequence[str] | bool = False,
+               warn: Optional[Warn] = None, hangup_fd: Optional[int] = None,
+               poll_s: Optional[float] = None, watch_step_ms: Optional[int] = None) -> Follower:
+    """The reusable follow: ``for item in tail_items(...)`` yields ``reader.Item``s.
+
+    root: a ``layout.Root``. logs_fn(): the current list of ``ledger.Log`` to follow, called
+    at the start and again when new log files appear (agents: the logs the patterns match,
+    literal ids that do not exist yet included; audit: ``[Log.audit(root)]``).
+    after: a decoded cursor to read on from (every event after it); else the last ``n``
+    events (``n=0``: only what is written next). follow: keep following after the
+    read-back. filters: ``reader.Filters`` (``events.dropped`` always passes).
+    on_corrupt: called with a ``CorruptLedger`` to skip a corrupt line (default: raise).
+    live: patterns to register for live events (writable roots only); False for none.
+    warn: called with warning text. hangup_fd: end when this fd reports POLLERR/POLLHUP.
+    The returned ``Follower`` has ``.cursor`` (past the last item), ``.stop()``, ``.close()``.
+    """
+    return Follower(root, logs_fn, after=after, n=n, follow=follow, filters=filters, deployment=deployment,
+                    on_corrupt=on_corrupt, live=live, warn=warn, hangup_fd=hangup_fd,
+                    poll_s=poll_s, watch_step_ms=watch_step_ms)
+
+
+def agent_logs_fn(root: Any, patterns: list[str]) -> LogsFn:
+    """logs_fn for agents' logs: every log the patterns match now, plus the literal ids."""
+    from wardrik_cli.protocol.names import has_wildcards, validate_pattern
+
+    for p in patterns:
+        validate_pattern(p)
+    literals = [p for p in patterns if not has_wildcards(p)]
+
+    def logs() -> list[Log]:
+        ids = set(root.match(patterns)) | set(literals)
+        return [Log.agent(root, i) for i in sorted(ids)]
+    return logs
+
+
+def stream(root: Any, patterns: list[str], *, after: Optional[str] = None, types: Optional[list[str]] = None,
+           deployment: Optional[str] = None) -> Iterator[tuple[dict, str]]:
+    """Follow ``patterns`` for as long as you take from it: (event, cursor past it as text).
+
+    With ``after`` (cursor text) it reads on from there; without, it starts at what is
+    written next. Live events come too (the cursor does not move for them)."""
+    from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
+
+    root.require()
+    f = tail_items(root, agent_logs_fn(root, patterns), after=decode_cursor(after) if after else None, n=0, follow=True,
+                   filters=Filters.build(types), deployment=root.deployment(deployment), live=patterns)
+    try:
+        for item in f:
+            yield item.event, encode_cursor(f.cursor)
+    finally:
+        f.close()

@@ -1,0 +1,316 @@
+"""The live channel: events that reach followers and are never stored.
+
+Contract kept here:
+- A follower (``tail -f`` on a writable root) registers under ``<root>/.wardrik/live/``
+  with two entries named by one token ``<pid>-<random>``:
+  ``<token>.sock``, a Unix datagram socket it has bound, then ``<token>.json``,
+  ``{"pid", "patterns", "types"}`` (written atomically after the bind, so a registration
+  file always points at a socket that was bound). ``types`` is null for every type.
+- A datagram is ``<log id>\\n<event JSON>`` for a live event, or ``<log id>\\n`` alone for a
+  kept-append doorbell (the follower re-reads that log at once instead of waiting for the
+  file watcher). Log ids hold no newline, so the split is unambiguous.
+- Senders never block and never fail because of a follower: every send is
+  ``MSG_DONTWAIT``; a full queue (slow or stopped follower) drops that datagram (live
+  events are best effort; kept events are read from the file, never from the channel).
+  A socket nobody is bound to (a follower killed with -9) answers ECONNREFUSED: its
+  registration is stale and the sender removes it. ``cleanup_stale(root)`` does the same
+  sweep on demand (for compaction).
+- Socket paths are limited to 108 bytes; deep roots exceed that. A long path is reached
+  through ``/proc/self/fd/<fd of the live directory>/<token>.sock`` (short, and the kernel
+  resolves the magic link), so the socket still lives under ``.wardrik/live/``, guarded
+  by the directory's permissions.
+- With no follower, ``publish``/``notify_kept`` cost one ``listdir`` of a directory that
+  usually does not exist, create nothing and return at once. Nothing here is imported at
+  start-up beyond the standard library, and ``socket`` only when there is someone to send to.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import Any, Iterable, Optional
+
+LIVE_DIR = "live"
+SOCK_SUFFIX = ".sock"
+REG_SUFFIX = ".json"
+MAX_SUN_PATH = 107  # sun_path is 108 bytes, NUL included
+ORPHAN_GRACE_S = 60.0  # a socket with no registration file younger than this may be mid-registration
+SNDBUF = 1 << 22
+
+
+def live_dir(root: Any) -> str:
+    return os.path.join(os.fspath(root.tool_dir), LIVE_DIR)
+
+
+class _Registration:
+    __slots__ = ("token", "patterns", "types")
+
+    def __init__(self, token: str, patterns: list[str], types: Optional[list[str]]):
+        self.token, self.patterns, self.types = token, patterns, types
+
+    def matches(self, log_id: str, type_name: Optional[str] = None) -> bool:
+        from wardrik_cli.protocol.names import pattern_regex
+        if type_name is not None and self.types is not None and type_name not in self.types:
+            return False
+        return any(pattern_regex(p).fullmatch(log_id) for p in self.patterns)
+
+
+def _registrations(d: str) -> list[_Registration]:
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if not name.endswith(REG_SUFFIX) or name.startswith("."):
+            continue
+        token = name[: -len(REG_SUFFIX)]
+        try:
+            with open(os.path.join(d, name), "rb") as f:
+                obj = _loads(f.read())
+            patterns = [p for p in obj["patterns"] if isinstance(p, str)]
+            types = obj.get("types")
+            types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else None
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written or removed; the next send sees it whole or gone
+        out.append(_Registration(token, patterns, types))
+    return out
+
+
+def followers(root: Any, log_id: str, type_name: Optional[str] = None) -> list[str]:
+    """Tokens of the followers registered for ``log_id`` (and wanting ``type_name``, if given)."""
+    return [r.token for r in _registrations(live_dir(root)) if r.matches(log_id, type_name)]
+
+
+def has_followers(root: Any, log_id: str, type_name: Optional[str] = None) -> bool:
+    """Cheap: a listdir of ``.wardrik/live`` (usually absent) and a read of each registration."""
+    return bool(followers(root, log_id, type_name))
+
+
+class _DirHandle:
+    """The live directory as a short path: itself when short enough, else /proc/self/fd/N."""
+
+    def __init__(self, d: str):
+        self.d = d
+        self.fd: Optional[int] = None
+
+    def path(self, name: str) -> str:
+        full = os.path.join(self.d, name)
+        if len(os.fsencode(full)) <= MAX_SUN_PATH:
+            return full
+        if self.fd is None:
+            self.fd = os.open(self.d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        return f"/proc/self/fd/{self.fd}/{name}"
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _remove(d: str, token: str) -> None:
+    # Registration file first: without it no sender looks for the socket.
+    for suffix in (REG_SUFFIX, SOCK_SUFFIX):
+        try:
+            os.unlink(os.path.join(d, token + suffix))
+        except OSError:
+            pass
+
+
+def _send(tokens: Iterable[str], d: str, datagram: bytes) -> int:
+    tokens = list(tokens)
+    if not tokens:
+        return 0
+    import socket
+
+    reached = 0
+    h = _DirHandle(d)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    try:
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
+        except OSError:
+            pass
+        for token in tokens:
+            try:
+                s.sendto(datagram, socket.MSG_DONTWAIT, h.path(token + SOCK_SUFFIX))
+                reached += 1
+            except OSError as e:
+                if e.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK):
+                    _remove(d, token)  # its follower is gone (killed, crashed)
+                # EAGAIN (a full queue: slow or stopped follower), EMSGSIZE, EPERM...:
+                # best effort, this follower misses this datagram.
+    finally:
+        s.close()
+        h.close()
+    return reached
+
+
+def publish(root: Any, log_id: str, raw: bytes) -> int:
+    """Send a live event line to every follower of ``log_id`` that wants its type; how many it reached."""
+    d = live_dir(root)
+    regs = _registrations(d)
+    if not regs:
+        return 0
+    type_name = _type_of(raw)
+    return _send((r.token for r in regs if r.matches(log_id, type_name)), d,
+                 log_id.encode() + b"\n" + raw.rstrip(b"\n"))
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        import orjson  # already loaded by `wardrik append`
+        return orjson.loads(raw)
+    except ImportError:  # pragma: no cover
+        import json
+        return json.loads(raw)
+
+
+def _type_of(raw: bytes) -> Optional[str]:
+    try:
+        t = _loads(raw).get("type")
+        return t if isinstance(t, str) else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def notify_kept(root: Any, log_id: str, lines: list[bytes]) -> None:
+    """After a kept append: ring the followers of ``log_id`` and, when what the agent is
+    doing changed, publish an ``activity.changed`` to those who want it. Never raises."""
+    try:
+        d = live_dir(root)
+        regs = [r for r in _registrations(d) if r.matches(log_id)]
+        if not regs:
+            return
+        _send((r.token for r in regs), d, log_id.encode() + b"\n")
+        wanting = [r.token for r in regs if r.matches(log_id, "wardrik.activity.changed")]
+        if not wanting or not lines:
+            return
+        from wardrik_cli.fold.activity import changed_event
+
+        raw = changed_event(root, log_id, lines)
+        if raw:
+            _send(wanting, d, log_id.encode() + b"\n" + raw.rstrip(b"\n"))
+    except Exception:  # noqa: BLE001 - the append is already durable; live news is best effort
+        return
+
+
+def cleanup_stale(root: Any) -> int:
+    """Remove registrations whose follower is gone; returns how many. Safe to run any time."""
+    d = live_dir(root)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    import socket
+
+    removed = 0
+    h = _DirHandle(d)
+    tokens = {n.rsplit(".", 1)[0] for n in names if n.endswith((SOCK_SUFFIX, REG_SUFFIX)) and not n.startswith(".")}
+    try:
+        for token in tokens:
+            sock_name, reg_name = token + SOCK_SUFFIX, token + REG_SUFFIX
+            if sock_name in names:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+                try:
+                    s.connect(h.path(sock_name))  # connects only when someone is bound
+                    alive = True
+                except OSError as e:
+                    alive = e.errno not in (errno.ECONNREFUSED, errno.ENOENT)
+                finally:
+                    s.close()
+                if alive and reg_name not in names:
+                    # bound but never registered: mid-registration, or a follower that died
+                    # between bind and registration and whose pid is gone
+                    alive = _young(os.path.join(d, sock_name)) or _pid_alive(token)
+            else:
+                alive = False  # a registration without its socket points at nothing
+            if not alive:
+                _remove(d, token)
+                removed += 1
+        for n in names:  # temp files of a registration interrupted mid-write
+            if n.startswith(".") and n.endswith(".tmp") and not _young(os.path.join(d, n)):
+                try:
+                    os.unlink(os.path.join(d, n))
+                except OSError:
+                    pass
+    finally:
+        h.close()
+    return removed
+
+
+def _young(path: str) -> bool:
+    try:
+        return time.time() - os.lstat(path).st_mtime < ORPHAN_GRACE_S
+    except OSError:
+        return False
+
+
+def _pid_alive(token: str) -> bool:
+    try:
+        os.kill(int(token.split("-", 1)[0]), 0)
+        return True
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+
+
+class Subscription:
+    """A follower's end: bind a socket under ``.wardrik/live/`` and register for patterns.
+
+    ``fileno()`` is readable when datagrams wait; ``receive()`` returns (log id, raw or
+    None for a doorbell) pairs without blocking. ``close()`` unregisters. Raises OSError
+    when the root cannot hold a registration (read-only): then there are no live events.
+    """
+
+    def __init__(self, root: Any, patterns: list[str], types: Optional[list[str]] = None):
+        import json
+        import secrets
+        import socket
+
+        self.dir = live_dir(root)
+        cleanup_stale(root)
+        os.makedirs(self.dir, exist_ok=True)
+        self.token = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._h = _DirHandle(self.dir)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        try:
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+            except OSError:
+                pass
+            self.sock.bind(self._h.path(self.token + SOCK_SUFFIX))
+            reg = os.path.join(self.dir, self.token + REG_SUFFIX)
+            tmp = os.path.join(self.dir, f".{self.token}.tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"pid": os.getpid(), "patterns": list(patterns), "types": types}, f)
+            os.replace(tmp, reg)
+        except BaseException:
+            self.close()
+            raise
+        self.sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def receive(self, limit: int = 1024) -> list[tuple[str, Optional[bytes]]]:
+        out: list[tuple[str, Optional[bytes]]] = []
+        while len(out) < limit:
+            try:
+                dgram = self.sock.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            log_id, _, body = dgram.partition(b"\n")
+            out.append((log_id.decode("utf-8", "replace"), body or None))
+        return out
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        _remove(self.dir, self.token)
+        self._h.close()

@@ -1,0 +1,153 @@
+"""What wakes a follower: the one wake-up source of ``tail -f``, ``activity --watch`` and listeners.
+
+Contract kept here:
+- File changes under the root come from watchfiles (inotify, through its public ``watch``),
+  on a thread, with its step tuned down (``WARDRIK_WATCH_STEP_MS``, default 20 ms, instead
+  of its 50 ms / 1.6 s): only ``*.jsonl`` paths are kept. ``Wakeups`` returns only once the
+  watches are in place (watchfiles polls the stop event only from its watch loop, after
+  setting them up), so nothing written after it returns can go unnoticed. Where inotify is
+  unavailable (limits, odd file systems) ``watching`` is False and callers poll instead.
+- Other threads ``ring()`` (a self-pipe): the live receiver, ``stop()``.
+- A ``hangup_fd`` (stdout) that reports POLLERR/POLLHUP ends the wait with ``HANGUP``: the
+  reader of a pipe went away, noticed even while nothing else happens.
+- ``wait(timeout)`` blocks in one ``poll`` on all of it, so an idle follower costs nothing
+  between its ticks, whatever the number of logs.
+"""
+from __future__ import annotations
+
+import os
+import select
+import threading
+from typing import Callable, Optional
+
+RING, CHANGES, TIMEOUT, HANGUP = "ring", "changes", "timeout", "hangup"
+READY_CEILING_S = 5.0  # how long to wait for the watches to be in place before polling instead
+
+
+class Waker:
+    """A self-pipe: other threads ring it to wake a ``poll``."""
+
+    def __init__(self) -> None:
+        self.r, self.w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def ring(self) -> None:
+        try:
+            os.write(self.w, b"\0")
+        except OSError:
+            pass  # already rung (pipe full) or closing
+
+    def drain(self) -> None:
+        try:
+            while os.read(self.r, 4096):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for fd in (self.r, self.w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class _ReadyStop:
+    """The stop event handed to watchfiles: its first ``is_set`` says the watches are in place."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.ready = threading.Event()
+
+    def is_set(self) -> bool:
+        self.ready.set()
+        return self.stop.is_set()
+
+
+class _Watcher(threading.Thread):
+    def __init__(self, path: str, waker: Waker, step_ms: int):
+        super().__init__(name="wardrik-watch", daemon=True)
+        self.path, self.waker, self.step_ms = path, waker, step_ms
+        self.events = _ReadyStop()
+        self.failed: Optional[BaseException] = None
+        self.changed: set[str] = set()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        from watchfiles import watch
+
+        try:
+            for changes in watch(self.path, watch_filter=lambda _c, p: p.endswith(".jsonl"),
+                                 debounce=self.step_ms, step=self.step_ms, stop_event=self.events,
+                                 rust_timeout=0, raise_interrupt=False, ignore_permission_denied=True):
+                with self.lock:
+                    self.changed |= {p for _c, p in changes}
+                self.waker.ring()
+        except Exception as e:  # noqa: BLE001 - no inotify here: the caller polls instead
+            self.failed = e
+        finally:
+            self.events.ready.set()
+            self.waker.ring()
+
+    def take(self) -> set[str]:
+        with self.lock:
+            out, self.changed = self.changed, set()
+        return out
+
+
+class Wakeups:
+    """File changes, rings and a hangup, waited on together (see the module docstring)."""
+
+    def __init__(self, root_path: str, *, step_ms: int = 20, hangup_fd: Optional[int] = None,
+                 watch: bool = True, warn: Optional[Callable[[str], None]] = None):
+        self.waker = Waker()
+        self.hangup_fd = hangup_fd
+        self.watching = False
+        self._watcher: Optional[_Watcher] = None
+        self._poll = select.poll()
+        self._poll.register(self.waker.r, select.POLLIN)
+        if hangup_fd is not None:
+            self._poll.register(hangup_fd, 0)  # POLLERR/POLLHUP are always reported
+        if watch:
+            w = _Watcher(root_path, self.waker, step_ms)
+            w.start()
+            w.events.ready.wait(READY_CEILING_S)
+            if w.failed is None and w.is_alive():
+                self._watcher, self.watching = w, True
+            else:
+                w.events.stop.set()
+                if warn is not None:
+                    why = w.failed if w.failed is not None else "the watcher did not start"
+                    warn(f"file notifications unavailable ({why}); polling instead")
+
+    def ring(self) -> None:
+        self.waker.ring()
+
+    def wait(self, timeout: Optional[float]) -> str:
+        """Block until a ring, a change, a hangup or ``timeout`` seconds (None: no limit)."""
+        while True:
+            try:
+                ready = self._poll.poll(None if timeout is None else int(timeout * 1000))
+            except InterruptedError:
+                continue
+            break
+        for fd, ev in ready:
+            if fd == self.hangup_fd and ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                return HANGUP
+        if not ready:
+            return TIMEOUT
+        self.waker.drain()
+        if self._watcher is not None and self._watcher.failed is not None:
+            self._watcher, self.watching = None, False  # it stopped: poll from now on
+        with_changes = self._watcher is not None and bool(self._watcher.changed)
+        return CHANGES if with_changes else RING
+
+    def take_changes(self) -> set[str]:
+        """The ``*.jsonl`` paths changed since the last call (absolute)."""
+        return self._watcher.take() if self._watcher is not None else set()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.events.stop.set()
+            self._watcher.join(timeout=2)
+            self._watcher = None
+        self.waker.close()

@@ -1,0 +1,121 @@
+"""The protocol: every event type wardrik knows, what kind it is, and what its data needs.
+
+This module is the one place the catalogue is defined. Kinds:
+- ``kept``: stored in an agent's log with a sequence;
+- ``live``: delivered to followers, never stored, no sequence;
+- ``audit``: stored in the deployment's audit log, written only by ``audit record``;
+- ``reader``: made by the tool for a reader (``events.dropped``), never stored.
+Types are accepted with or without the ``wardrik.`` prefix and always stored with it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wardrik_cli.errors import BadEvent
+
+PREFIX = "wardrik."
+KEPT, LIVE, AUDIT, READER = "kept", "live", "audit", "reader"
+
+
+class EventType:
+    """One type of the catalogue: ``name`` is the short name (``run.started``), ``full`` the
+    stored one. (A plain class: building dataclasses costs start-up time on every command.)"""
+
+    __slots__ = ("name", "kind", "required", "optional", "summary", "full")
+
+    def __init__(self, name: str, kind: str, required: tuple[str, ...] = (), optional: tuple[str, ...] = (),
+                 summary: str = ""):
+        self.name, self.kind, self.required, self.optional, self.summary = name, kind, required, optional, summary
+        self.full = PREFIX + name
+
+    def __repr__(self) -> str:
+        return f"EventType({self.full!r}, {self.kind!r})"
+
+
+_CATALOGUE = [
+    EventType("run.started", KEPT, (), ("run.id", "run.message_ids", "task"),
+              "a run began; opens a new trace whose id is data.run.id"),
+    EventType("run.completed", KEPT, (), ("answer",), "the run ended with an answer"),
+    EventType("run.failed", KEPT, ("error.message",), (), "the run ended in an error"),
+    EventType("message.received", KEPT, ("message.id",), (), "a message arrived for the agent"),
+    EventType("message.started", KEPT, ("message.id",), (), "a model call began"),
+    EventType("message.completed", KEPT, ("message.id",), (), "a model call returned"),
+    EventType("reasoning.completed", KEPT, ("message.id",), (), "the model finished reasoning"),
+    EventType("tool_call.started", KEPT, ("tool.name", "tool.call.id"), (), "a tool call began"),
+    EventType("tool_call.completed", KEPT, ("tool.call.id",), (), "a tool call returned"),
+    EventType("tool_call.failed", KEPT, ("tool.call.id",), (), "a tool call failed"),
+    EventType("input.requested", KEPT, ("request.id",), (), "the agent waits on a person"),
+    EventType("input.received", KEPT, ("request.id",), (), "the person answered"),
+    EventType("trigger.fired", KEPT, ("trigger.name",), (), "a trigger started work"),
+    EventType("message.delta", LIVE, (), (), "streamed model text (live, never kept)"),
+    EventType("reasoning.delta", LIVE, (), (), "streamed reasoning text (live, never kept)"),
+    EventType("tool_call.progress", LIVE, (), (), "tool progress (live, never kept)"),
+    EventType("activity.changed", LIVE, (), (), "what the agent is doing changed (live, never kept)"),
+    EventType("agent.created", AUDIT, ("agent.id",), (), "an agent was created"),
+    EventType("agent.configured", AUDIT, ("agent.id",), (), "an agent's configuration changed"),
+    EventType("agent.forgotten", AUDIT, ("agent.id",), (), "an agent was forgotten"),
+    EventType("trigger.created", AUDIT, ("trigger.name",), (), "a trigger was created"),
+    EventType("trigger.deleted", AUDIT, ("trigger.name",), (), "a trigger was deleted"),
+    EventType("events.dropped", READER, ("log", "count"), (),
+              "made for a reader: events it missed because retention dropped them"),
+]
+TYPES: dict[str, EventType] = {t.name: t for t in _CATALOGUE}
+RUN_OPENERS = frozenset({PREFIX + "run.started"})
+RUN_CLOSERS = frozenset({PREFIX + "run.completed", PREFIX + "run.failed"})
+DROPPED = PREFIX + "events.dropped"
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def short_name(type_name: str) -> str:
+    return type_name[len(PREFIX):] if type_name.startswith(PREFIX) else type_name
+
+
+def lookup(type_name: str) -> EventType:
+    """The catalogue entry for a type given with or without its prefix; BadEvent if unknown."""
+    t = TYPES.get(short_name(type_name))
+    if t is None:
+        import difflib  # error path only
+
+        close = difflib.get_close_matches(short_name(type_name), list(TYPES), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (see `wardrik types`)"
+        raise BadEvent(f"unknown event type {type_name!r}{hint}")
+    return t
+
+
+def get_path(data: Any, dotted: str) -> tuple[bool, Any]:
+    cur = data
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return True, cur
+
+
+def validate_data(t: EventType, data: Any) -> None:
+    """Refuse data that is not an object or lacks a required field of its type."""
+    if not isinstance(data, dict):
+        raise BadEvent(f"data for {t.full} must be a JSON object, not {_json_kind(data)}")
+    for path in t.required:
+        present, value = get_path(data, path)
+        if not present or value is None:
+            raise BadEvent(f"{t.full} needs data.{path} (required: {', '.join('data.' + p for p in t.required)})")
+    if t.name == "run.started":
+        run = data.get("run")
+        if run is not None and not isinstance(run, dict):
+            raise BadEvent("data.run must be an object")
+        run = run or {}
+        if "id" in run and not (isinstance(run["id"], str) and _HEX32.fullmatch(run["id"]) and run["id"] != "0" * 32):
+            raise BadEvent("data.run.id must be 32 lowercase hex digits, not all zero (it is the run's trace id)")
+        ids = run.get("message_ids")
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+            raise BadEvent("data.run.message_ids must be a list of strings")
+
+
+def _json_kind(v: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(v), type(v).__name__)
+
+
+def catalogue() -> list[EventType]:
+    return list(_CATALOGUE)

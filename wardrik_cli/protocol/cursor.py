@@ -1,0 +1,58 @@
+"""Cursors: where a reader is, as text a script can keep.
+
+Encoding (this is the format users store; changing it breaks every saved cursor):
+URL-safe base64 without padding of compact JSON ``{log id: last sequence delivered}``
+with keys sorted, e.g. ``eyJhY21lL3RyaWFnZSI6NDN9`` is ``{"acme/triage":43}``.
+
+Decoding is strict: either base64 alphabet, padded or not, but nothing else; the JSON
+must be exactly an object whose keys are log ids (or ``audit``) and whose values are
+non-negative integers (booleans and floats refused).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Mapping
+
+import orjson
+
+from wardrik_cli.errors import BadCursor
+from wardrik_cli.protocol.names import is_log_id
+
+Cursor = dict[str, int]
+_B64_RE = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+
+
+def encode_cursor(cursor: Mapping[str, int]) -> str:
+    raw = orjson.dumps(dict(cursor), option=orjson.OPT_SORT_KEYS)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def decode_cursor(text: str) -> Cursor:
+    s = text.strip() if isinstance(text, str) else ""
+    if not s or not _B64_RE.fullmatch(s):
+        raise BadCursor(f"bad cursor {text!r}: not base64")
+    body = s.rstrip("=")
+    if len(body) % 4 == 1 or (len(s) != len(body) and len(s) % 4 != 0):
+        raise BadCursor(f"bad cursor {text!r}: bad base64 length or padding")
+    body = body.replace("-", "+").replace("_", "/")
+    try:
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise BadCursor(f"bad cursor {text!r}: not base64") from None
+    # A canonical encoding only: stray low bits in the last character mean trailing junk.
+    if base64.b64encode(raw).decode().rstrip("=") != body:
+        raise BadCursor(f"bad cursor {text!r}: trailing bits after the data")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise BadCursor(f"bad cursor {text!r}: not JSON inside") from None
+    if not isinstance(obj, dict):
+        raise BadCursor(f"bad cursor {text!r}: not an object of log id to sequence")
+    for key, seq in obj.items():
+        if not is_log_id(key):
+            raise BadCursor(f"bad cursor: {key!r} is not a log id")
+        if type(seq) is not int or seq < 0:
+            raise BadCursor(f"bad cursor: the sequence for {key!r} must be a non-negative integer, not {orjson.dumps(seq).decode()}")
+    return obj

@@ -1,0 +1,73 @@
+"""Environment tunables: every variable wardrik reads, read in one place and validated.
+
+Nothing is read at import time. ``Settings.from_env(env)`` reads a mapping (the CLI passes
+the environment it was given; the library, ``os.environ`` when it is called), and a bad
+value is ``BadSetting`` naming the variable and what it takes: ``error:`` and exit 2.
+
+| variable | what | default |
+|---|---|---|
+| ``WARDRIK_ROOT`` | the root, when ``--root`` is not given | ``.`` |
+| ``WARDRIK_DEPLOYMENT`` | the deployment, when ``--deployment`` is not given | config.toml, else ``local`` |
+| ``WARDRIK_LOCK_TIMEOUT`` | seconds a writer waits for a log's lock | 30 |
+| ``WARDRIK_POLL_S`` | seconds between a follower's stat polls | 1 with inotify, 0.2 without |
+| ``WARDRIK_WATCH_STEP_MS`` | milliseconds the file watcher waits for more changes | 20 |
+| ``WARDRIK_TRACEBACK`` | non-empty: an internal error also prints its traceback | off |
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Mapping, Optional
+
+from wardrik_cli.errors import BadInput
+
+
+class BadSetting(BadInput):
+    """An environment variable wardrik reads holds a value it cannot use."""
+
+
+class Settings:
+    """The tunables in force (a plain class: dataclasses cost start-up time)."""
+
+    __slots__ = ("root", "deployment", "lock_timeout", "poll_s", "watch_step_ms", "traceback")
+
+    def __init__(self, *, root: Optional[str] = None, deployment: Optional[str] = None,
+                 lock_timeout: float = 30.0, poll_s: Optional[float] = None, watch_step_ms: int = 20,
+                 traceback: bool = False):
+        self.root, self.deployment = root, deployment
+        self.lock_timeout, self.poll_s, self.watch_step_ms = lock_timeout, poll_s, watch_step_ms
+        self.traceback = traceback
+
+    @classmethod
+    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "Settings":
+        e = os.environ if env is None else env
+        return cls(
+            root=e.get("WARDRIK_ROOT") or None,
+            deployment=e.get("WARDRIK_DEPLOYMENT"),
+            lock_timeout=_seconds(e, "WARDRIK_LOCK_TIMEOUT", 30.0),
+            poll_s=_seconds(e, "WARDRIK_POLL_S", None),
+            watch_step_ms=_whole(e, "WARDRIK_WATCH_STEP_MS", 20),
+            traceback=bool(e.get("WARDRIK_TRACEBACK")),
+        )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: Optional[float]) -> Optional[float]:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 86400):
+        raise BadSetting(f"{name}={text!r}: give a number of seconds greater than 0 and at most 86400, e.g. 30 or 0.5")
+    return value
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 60000):
+        raise BadSetting(f"{name}={text!r}: give a whole number of milliseconds from 1 to 60000, e.g. 20")
+    return int(text)

@@ -1,0 +1,307 @@
+"""Appending events to a log: the only code that writes an agent's log.
+
+Contract kept here, in order, for every append (one event or a whole batch):
+1. Validate everything first (types, data, traceparents); a refused append touches nothing.
+2. Take the log's lock (``locking``), then open the log by path (compaction may have
+   replaced it; under the lock the path is current).
+3. A torn tail (bytes after the last newline) is copied to ``<log>.jsonl.torn-<offset>-<ns>``
+   beside the log and fsynced, then cut off, with a warning: nothing is thrown away unseen.
+   If its bytes cannot be kept, the append fails and nothing is cut.
+4. The last complete line must be an event; if it does not parse the log is corrupt and
+   nothing is written after it.
+5. Sequences continue from the last event (or the compaction watermark of an emptied
+   log); times never go back; a run's events join its trace.
+6. All lines go out in one ``write`` (looping only on short writes), then one fsync (and an
+   fsync of the directory when the file was created) unless ``sync=False``.
+7. On a failed write the whole lines already written stay, in sequence, and are reported
+   (``WriteFailed.written``); the partial last line is a torn tail for the next append.
+Only after step 6 does the caller print: printed means durable.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import orjson
+
+from wardrik_cli.store import lines
+from wardrik_cli.errors import BadEvent, CorruptLedger, WriteFailed
+from wardrik_cli.store.fsutil import fsync_dir, write_all, write_atomic
+from wardrik_cli.protocol.envelope import GENESIS_HASH, Clock, parse_traceparent, RunTracker, agent_source, audit_source, build_event, dumps_line, trace_id_of
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log, LogView, decode_event
+from wardrik_cli.store.locking import locked
+from wardrik_cli.protocol.catalogue import AUDIT, KEPT, LIVE, EventType, RUN_CLOSERS, RUN_OPENERS, lookup, validate_data
+
+# How far back to look for the run an appended event belongs to (see _open_run).
+RUN_LOOKBACK_LINES = 2000
+
+
+class AppendItem:
+    """One event to append, validated (see ``make_item``)."""
+
+    __slots__ = ("etype", "data", "subject", "traceparent")
+
+    def __init__(self, etype: EventType, data: dict, subject: Optional[str] = None,
+                 traceparent: Optional[str] = None):
+        self.etype, self.data, self.subject, self.traceparent = etype, data, subject, traceparent
+
+
+def make_item(type_name: str, data: Any, subject: Optional[str] = None, traceparent: Optional[str] = None,
+              *, kinds: tuple[str, ...] = (KEPT, LIVE)) -> AppendItem:
+    etype = lookup(type_name)
+    if etype.kind not in kinds:
+        where = {AUDIT: "only `wardrik audit record` writes audit events",
+                 "reader": "it is made by readers, never written"}.get(etype.kind, f"{etype.kind} types are not allowed here")
+        raise BadEvent(f"cannot append {etype.full}: {where}")
+    validate_data(etype, data)
+    if subject is not None and (not isinstance(subject, str) or not subject):
+        raise BadEvent("subject must be a non-empty string")
+    if traceparent is not None:
+        given_trace, _ = parse_traceparent(traceparent)
+        run_id = (data.get("run") or {}).get("id") if etype.name == "run.started" else None
+        if run_id and run_id != given_trace:
+            raise BadEvent(f"data.run.id {run_id} and the --trace trace id {given_trace} disagree")
+    return AppendItem(etype, data, subject, traceparent)
+
+
+Warn = Callable[[str], None]
+
+
+def _warn_stderr(msg: str) -> None:
+    print(f"warning: {msg}", file=sys.stderr)
+
+
+def _makedirs_synced(path: Path, stop: Path, sync: bool) -> None:
+    """Create ``path`` and missing parents; fsync each parent that gained an entry."""
+    missing = []
+    p = path
+    while not p.is_dir():
+        missing.append(p)
+        if p == stop or p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            pass
+        if sync:
+            fsync_dir(d.parent)
+
+
+def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str) -> Optional[Path]:
+    """Keep the bytes past the last newline beside the log, then truncate them off."""
+    if size <= end:
+        return None
+    torn = os.pread(fd, size - end, end)
+    keep = path.with_name(f"{path.name}.torn-{end}-{time.time_ns()}")
+    try:
+        kfd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            write_all(kfd, torn)
+            os.fsync(kfd)
+        finally:
+            os.close(kfd)
+        fsync_dir(keep.parent)
+    except OSError as e:
+        try:
+            keep.unlink()
+        except OSError:
+            pass
+        raise WriteFailed(f"{label}: found a torn tail of {size - end} bytes at byte {end} but could not keep "
+                          f"its bytes ({e.strerror}); nothing was cut or written") from None
+    os.ftruncate(fd, end)
+    if sync:
+        os.fsync(fd)
+    what = "NUL bytes" if torn.strip(b"\x00") == b"" else "an incomplete line"
+    warn(f"{label}: cut a torn tail ({what}, {size - end} bytes at byte offset {end}); its bytes are kept in {keep}")
+    return keep
+
+
+def _open_run(view: LogView) -> Optional[str]:
+    """The trace id of the run open at the end of the log, if any.
+
+    Walk back to the nearest run.started / run.completed / run.failed. Events outside a
+    run get a fresh trace each, so two neighbours sharing a trace are inside one run and
+    the walk can stop there. The walk is bounded; past the bound no run is assumed open.
+    """
+    if view.fd is None:
+        return None
+    later_trace = None
+    for n, (off, raw) in enumerate(lines.iter_lines_backward(view.fd, view.end)):
+        if n >= RUN_LOOKBACK_LINES:
+            return None
+        try:
+            e = decode_event(raw)
+        except ValueError:
+            return None
+        t, tr = e["type"], trace_id_of(e)
+        if t in RUN_OPENERS:
+            return tr
+        if t in RUN_CLOSERS:
+            return None
+        if later_trace is not None and tr == later_trace:
+            return tr
+        later_trace = tr
+    return None
+
+
+def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sync: bool = True,
+           warn: Warn = _warn_stderr, lock_timeout: Optional[float] = None) -> list[bytes]:
+    """Append kept (or audit) items as whole lines; returns the stored lines, durable unless sync=False."""
+    if not items:
+        return []
+    for it in items:
+        if it.etype.kind == LIVE:
+            raise BadEvent(f"{it.etype.full} is live: it is delivered to followers, never stored or batched")
+    label = log.name
+    if not root.path.is_dir():
+        _makedirs_synced(root.path, Path("/"), sync)
+    with locked(log.lock_path, timeout=lock_timeout, what=label):
+        _makedirs_synced(log.path.parent, root.path, sync)
+        created = not log.path.exists()
+        try:
+            fd = os.open(log.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
+        try:
+            if created and sync:
+                fsync_dir(log.path.parent)
+            view = LogView(log, fd)
+            cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
+            note = _verify_lines(log, view)
+            last = view.last()
+            if last is not None:
+                next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
+                prev_hash = _sha256(lines.last_line(fd, view.end)[1] + b"\n") if log.is_audit else None
+            else:
+                wm = view.watermark()
+                next_seq = wm.next_sequence if wm else 1
+                prev_time = wm.time if wm else None
+                prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
+            if log.is_audit:
+                tracker = RunTracker(None)
+            elif note is not None and "trace" in note:
+                tracker = RunTracker(note["trace"])  # the run open after the last append
+            else:
+                tracker = RunTracker(_open_run(view))
+            clock = Clock(prev_time)
+            source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
+            out: list[bytes] = []
+            for i, it in enumerate(items):
+                data = dict(it.data)
+                trace, span = tracker.trace_for(it.etype, data, it.traceparent)
+                subject = it.subject if it.subject is not None else (f"agents/{log.name}" if not log.is_audit else "audit")
+                event = build_event(etype=it.etype, data=data, source=source, subject=subject,
+                                    seq=next_seq + i, time_str=clock.next(), trace=trace, span=span,
+                                    prevhash=prev_hash if log.is_audit else None)
+                line = dumps_line(event)
+                if log.is_audit:
+                    prev_hash = _sha256(line)
+                out.append(line)
+            _write_all(fd, out, label, sync)
+            _save_verified(log, fd, tracker.open_trace)
+            return out
+        finally:
+            os.close(fd)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # audit appends only; agents' appends do not pay for it at start-up
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _verified_path(log: Log) -> Path:
+    return log.root.state_path("verified", log.state_key, ".json")
+
+
+def _verify_lines(log: Log, view: LogView) -> Optional[dict]:
+    """Refuse to write after a complete line that is not an event, anywhere in the log.
+
+    Reading the whole log on every append would make appends O(size), so the last append
+    leaves a note of the file it verified (inode, size, mtime, and the run then open); when
+    the file still matches the note, only lines past the noted size are checked. Any other
+    change to the file (an edit, a rewrite, a compaction) voids the note and the whole file
+    is checked once more. Returns the note when it held.
+    """
+    st = os.fstat(view.fd)
+    start, held = 0, None
+    try:
+        note = orjson.loads(_verified_path(log).read_bytes())
+        if (note["ino"], note["mtime_ns"], note["size"]) == (st.st_ino, st.st_mtime_ns, view.end):
+            start, held = note["size"], note
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    for off, raw in lines.iter_lines(view.fd, start, view.end):
+        try:
+            decode_event(raw)
+        except ValueError as e:
+            err = view.corrupt(off, f"corrupt line ({e})")
+            raise CorruptLedger(err.path, err.line, err.offset,
+                                f"{err.what}; refusing to append after it (see `wardrik check`)") from None
+    return held
+
+
+def _save_verified(log: Log, fd: int, open_trace: Optional[str]) -> None:
+    st = os.fstat(fd)
+    path = _verified_path(log)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                         "trace": open_trace}), durable=False)
+    except OSError:
+        pass  # only a cache: the next append verifies the whole file instead
+
+
+def _write_all(fd: int, out: list[bytes], label: str, sync: bool) -> None:
+    buf = b"".join(out)
+    view = memoryview(buf)
+    done = 0
+    try:
+        while done < len(buf):
+            n = os.write(fd, view[done:])
+            if n == 0:
+                raise OSError(28, "No space left on device")
+            done += n
+    except OSError as e:
+        whole, acc = 0, 0
+        for line in out:
+            if acc + len(line) > done:
+                break
+            acc += len(line)
+            whole += 1
+        sync_note = ""
+        try:
+            os.fsync(fd)
+        except OSError as e2:
+            sync_note = f"; fsync also failed ({e2.strerror})"
+        raise WriteFailed(
+            f"{label}: write failed after {whole} of {len(out)} events ({e.strerror}){sync_note}; "
+            f"the {whole} written stay in sequence and the incomplete rest is a torn tail the next append cuts",
+            whole, out[:whole]) from None
+    if sync:
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            raise WriteFailed(f"{label}: fsync failed ({e.strerror}); the {len(out)} events may not be durable") from None
+
+
+def live_event(log: Log, item: AppendItem, *, deployment: str) -> bytes:
+    """A live event as delivered: the stored shape without a sequence, never written."""
+    from wardrik_cli.protocol.times import now
+    data = dict(item.data)
+    with log.open() as view:  # read-only: a live event joins the run open in the log
+        try:
+            open_trace = _open_run(view)
+        except CorruptLedger:
+            open_trace = None
+    trace, span = RunTracker(open_trace).trace_for(item.etype, data, item.traceparent)
+    event = build_event(etype=item.etype, data=data, source=agent_source(deployment, log.name),
+                        subject=item.subject or f"agents/{log.name}", seq=None, time_str=now(),
+                        trace=trace, span=span)
+    return dumps_line(event)

@@ -1,0 +1,128 @@
+"""``check``: verify every line of the logs and the audit chain, reporting each problem.
+
+Contract kept here: a problem names the file, the 1-based line and the byte offset of the
+line's first byte. Corruption (a complete line that is not a valid event), a sequence
+gap or repeat, and a broken audit chain are errors; a torn tail is a warning, because a
+writer may be mid-line. The whole file is read once, in a stream.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import orjson
+
+from wardrik_cli.protocol.envelope import parse_traceparent
+from wardrik_cli.store.log import Log
+from wardrik_cli.protocol.catalogue import AUDIT, KEPT, PREFIX, TYPES, validate_data
+from wardrik_cli.errors import BadEvent
+from wardrik_cli.protocol.envelope import GENESIS_HASH
+
+ERROR, WARNING = "error", "warning"
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+_SEQ_RE = re.compile(r"[0-9]{12}")
+
+
+@dataclass
+class Problem:
+    file: str
+    line: int
+    offset: int
+    what: str
+    severity: str = ERROR
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.offset}: {self.what}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "offset": self.offset, "problem": self.what,
+                "severity": self.severity}
+
+
+def _event_problem(ev: object, is_audit: bool) -> Optional[str]:
+    if not isinstance(ev, dict):
+        return "not a JSON object"
+    if ev.get("specversion") != "1.0":
+        return "specversion is not \"1.0\""
+    if not isinstance(ev.get("id"), str) or not _UUID_RE.fullmatch(ev["id"]):
+        return "id is not a lowercase hyphenated UUID"
+    t = ev.get("type")
+    if not isinstance(t, str) or not t.startswith(PREFIX) or t[len(PREFIX):] not in TYPES:
+        return f"unknown type {t!r}"
+    et = TYPES[t[len(PREFIX):]]
+    want = AUDIT if is_audit else KEPT
+    if et.kind != want:
+        return f"{t} does not belong in {'the audit log' if is_audit else 'an agent log'}"
+    for key in ("source", "subject"):
+        if not isinstance(ev.get(key), str) or not ev[key]:
+            return f"{key} missing"
+    if not isinstance(ev.get("time"), str) or not _TIME_RE.fullmatch(ev["time"]):
+        return "time is not RFC 3339 UTC with microseconds"
+    if not isinstance(ev.get("sequence"), str) or not _SEQ_RE.fullmatch(ev["sequence"]):
+        return "sequence is not a 12-digit string"
+    try:
+        parse_traceparent(ev.get("traceparent"))
+    except BadEvent as e:
+        return str(e)
+    try:
+        validate_data(et, ev.get("data"))
+    except BadEvent as e:
+        return str(e)
+    if is_audit and not (isinstance(ev.get("prevhash"), str) and len(ev["prevhash"]) == 64):
+        return "prevhash missing"
+    return None
+
+
+def check_log(log: Log) -> Iterator[Problem]:
+    with log.open() as view:
+        if view.fd is None:
+            return
+        path = str(log.path)
+        expect: Optional[int] = None
+        prev_time: Optional[str] = None
+        prev_hash: Optional[str] = None
+        if log.is_audit:
+            wm = view.watermark()
+            prev_hash = wm.hash if wm else None
+        line_no = 0
+        for off, raw in view.iter_raw(0):
+            line_no += 1
+            this_hash = hashlib.sha256(raw + b"\n").hexdigest() if log.is_audit else None
+            try:
+                ev = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                yield Problem(path, line_no, off, "corrupt line: not valid JSON")
+                expect, prev_hash = None, this_hash
+                continue
+            what = _event_problem(ev, log.is_audit)
+            if what:
+                yield Problem(path, line_no, off, f"corrupt line: {what}")
+                expect, prev_hash = None, this_hash
+                continue
+            seq = int(ev["sequence"])
+            if line_no == 1 and seq != 1 and not (view.watermark() and view.watermark().next_sequence == seq):
+                yield Problem(path, line_no, off, f"log starts at sequence {ev['sequence']}, not 1, and no "
+                              "compaction record explains the missing start")
+            if expect is not None and seq != expect:
+                if seq > expect:
+                    yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} ({seq - expect} missing)")
+                else:
+                    yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back (expected {expect:012d})")
+            if prev_time is not None and ev["time"] < prev_time:
+                yield Problem(path, line_no, off, f"time {ev['time']} is earlier than the previous event's {prev_time}", WARNING)
+            if log.is_audit:
+                expected = prev_hash if prev_hash is not None else (GENESIS_HASH if seq == 1 else None)
+                if expected is not None and ev["prevhash"] != expected:
+                    before = (f"line {line_no - 1}" if line_no > 1 else
+                              "the last line compaction dropped" if prev_hash is not None else "the start of the chain")
+                    yield Problem(path, line_no, off, f"audit chain broken here: prevhash is not the SHA-256 of {before} "
+                                  f"({before} was changed, or this line's prevhash was, or lines were inserted or "
+                                  "removed between them)")
+            expect, prev_time, prev_hash = seq + 1, ev["time"], this_hash
+        if view.torn_bytes:
+            yield Problem(path, line_no + 1, view.end,
+                          f"torn tail: {view.torn_bytes} bytes after the last newline (a writer may be mid-line; "
+                          "the next append cuts it)", WARNING)

@@ -1,0 +1,151 @@
+"""Where things live under a root (names are checked by ``protocol.names`` first).
+
+Contract kept here:
+- Log ``acme/triage`` is the file ``<root>/acme/triage.jsonl``.
+- ``<root>/.wardrik/`` belongs to the tool (audit log, config, locks, checkpoints, follower
+  registrations). Patterns never match anything under it, nor under any dot-directory.
+- Patterns are globs (``*`` any run of characters, ``/`` included; ``?`` one character),
+  never regular expressions from the user.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from wardrik_cli.errors import BadConfig, NoSuchRoot
+from wardrik_cli.protocol.names import (
+    AUDIT_NAME, DEFAULT_DEPLOYMENT, LOG_SUFFIX, has_wildcards, is_log_id, pattern_regex, validate_deployment,
+    validate_log_id, validate_pattern,
+)
+
+class Config:
+    """What ``.wardrik/config.toml`` says (a plain class: dataclasses cost start-up time)."""
+
+    __slots__ = ("deployment", "retention")
+
+    def __init__(self, deployment: str | None = None, retention: str | None = None):
+        self.deployment, self.retention = deployment, retention
+
+
+class Root:
+    """A root directory of agent logs. Cheap to build; touches nothing until asked."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        if path is None:
+            from wardrik_cli.settings import Settings
+
+            path = Settings.from_env().root or "."
+        self.path = Path(path)
+
+    # -- paths -------------------------------------------------------------
+    @property
+    def tool_dir(self) -> Path:
+        return self.path / ".wardrik"
+
+    @property
+    def audit_path(self) -> Path:
+        return self.tool_dir / ("audit" + LOG_SUFFIX)
+
+    def log_path(self, log_id: str) -> Path:
+        return self.path / (validate_log_id(log_id) + LOG_SUFFIX)
+
+    def state_path(self, kind: str, log_id: str, name: str) -> Path:
+        """A per-log file of the tool's own, e.g. ``.wardrik/locks/acme/triage@lock``.
+
+        '@' is never in a log id, so log ``a``'s file cannot collide with a folder of log
+        ``a.lock/x`` (as ``a.lock`` would)."""
+        return self.tool_dir / kind / f"{log_id}@{name.lstrip('.@')}"
+
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def require(self) -> "Root":
+        if not self.path.is_dir():
+            what = "is not a directory" if self.path.exists() else "does not exist"
+            raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
+        return self
+
+    # -- config ------------------------------------------------------------
+    def config(self) -> Config:
+        f = self.tool_dir / "config.toml"
+        try:
+            raw = f.read_bytes()
+        except FileNotFoundError:
+            return Config()
+        except OSError as e:
+            raise BadConfig(f"cannot read {f}: {e.strerror}") from None
+        import tomllib  # only when there is a config file: it costs start-up time
+
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise BadConfig(f"{f}: not valid TOML: {e}") from None
+        dep, ret = data.get("deployment"), data.get("retention")
+        for key, val in (("deployment", dep), ("retention", ret)):
+            if val is not None and not isinstance(val, str):
+                raise BadConfig(f"{f}: {key} must be a string")
+        return Config(deployment=dep, retention=ret)
+
+    def deployment(self, given: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """``given``, else ``$WARDRIK_DEPLOYMENT`` (of ``env``, default the process's), else
+        config.toml, else ``local``; validated."""
+        from_env = (os.environ if env is None else env).get("WARDRIK_DEPLOYMENT")
+        if given is not None:
+            name = given
+        elif from_env is not None:
+            name = from_env
+        else:
+            name = self.config().deployment or DEFAULT_DEPLOYMENT
+        return validate_deployment(name)
+
+    # -- listing -----------------------------------------------------------
+    def iter_log_ids(self, under: str = "") -> Iterator[str]:
+        """Every log id under the root (or under folder ``under``), in no particular order."""
+        base = self.path / under if under else self.path
+        prefix = under + "/" if under else ""
+        try:
+            entries = list(os.scandir(base))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for e in entries:
+            name = e.name
+            if name.startswith("."):
+                continue  # .wardrik and every other dot-entry are never logs
+            if e.is_dir(follow_symlinks=False):
+                yield from self.iter_log_ids(prefix + name)
+            elif name.endswith(LOG_SUFFIX):
+                log_id = prefix + name[: -len(LOG_SUFFIX)]
+                if is_log_id(log_id):
+                    yield log_id
+
+    def match(self, patterns: list[str]) -> list[str]:
+        """Log ids matched by any pattern, sorted. A literal id is matched when its file exists."""
+        found: set[str] = set()
+        for pattern in patterns:
+            validate_pattern(pattern)
+            if not has_wildcards(pattern):
+                if self.log_path(pattern).is_file():
+                    found.add(pattern)
+                continue
+            # Walk only the folder the literal prefix pins down.
+            literal = re.split(r"[*?]", pattern, 1)[0]
+            under = literal.rsplit("/", 1)[0] if "/" in literal else ""
+            rx = pattern_regex(pattern)
+            found.update(i for i in self.iter_log_ids(under) if rx.fullmatch(i))
+        return sorted(found)
+
+
+
+def log_id_from_path(root: Root, path: Path) -> str | None:
+    """The log id of a file under the root, or None for anything that is not a log."""
+    try:
+        rel = path.relative_to(root.path)
+    except ValueError:
+        return None
+    s = rel.as_posix()
+    if not s.endswith(LOG_SUFFIX) or any(p.startswith(".") for p in rel.parts):
+        return None
+    log_id = s[: -len(LOG_SUFFIX)]
+    return log_id if is_log_id(log_id) else None

@@ -1,0 +1,63 @@
+"""The per-log lock that orders every writer of a log, across processes.
+
+Protocol: a writer takes an exclusive ``flock`` on a stable lock file under
+``<root>/.wardrik/locks/`` (never on the log itself, which compaction replaces by rename),
+and only then opens the log by path. Appenders and compaction take the same lock, so an
+appender always writes to the file that is current, and sequences are assigned by exactly
+one process at a time. The kernel drops the lock when its holder dies, kill -9 included.
+Readers take no lock.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from wardrik_cli.errors import LockTimeout, WriteFailed
+
+
+
+@contextmanager
+def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") -> Iterator[None]:
+    if timeout is None:
+        from wardrik_cli.settings import Settings
+
+        timeout = Settings.from_env().lock_timeout  # $WARDRIK_LOCK_TIMEOUT, read when a lock is taken
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise WriteFailed(f"cannot take the lock for {what} ({lock_path}): {e.strerror}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise WriteFailed(f"cannot lock {what}: {e.strerror}") from None
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"timed out after {timeout:g}s waiting for the lock on {what} ({lock_path})")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        yield
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
+def try_lock(lock_path: Path) -> int | None:
+    """Take the lock without waiting; the fd to close, or None when someone holds it."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except OSError:
+        os.close(fd)
+        return None

@@ -1,0 +1,314 @@
+"""One log on disk, as readers see it: its lines decoded into events, its ends, and seeks.
+
+Contract kept here:
+- Readers never write: a ``LogView`` opens the file read-only and takes no lock.
+- A view is a snapshot of the file's complete lines at open time (``end``); bytes past the
+  last newline are a torn tail and are never decoded.
+- A complete line that is not an event is ``CorruptLedger`` naming file, 1-based line and
+  byte offset, unless the caller asked to skip corrupt lines (then ``on_corrupt`` is told).
+- Sequences are sorted, so a seek by sequence is a bisection; times are sorted in logs this
+  tool wrote, so a seek by time is a bisection whose answer is checked against its
+  neighbours, falling back to a scan from the start when the check fails.
+- The watermark (``.wardrik/watermarks/<log>.json``, written by compaction) says where the
+  sequence goes on, and the last dropped line's hash, for a log whose every event was dropped.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import orjson
+
+from wardrik_cli.store import lines
+from wardrik_cli.errors import CorruptLedger, Failure
+from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
+from wardrik_cli.store.layout import Root
+
+AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
+
+
+def decode_event(raw: bytes) -> dict[str, Any]:
+    """A stored line as an event dict; ValueError saying why when it is not one."""
+    try:
+        event = _loads(raw)
+    except orjson.JSONDecodeError:
+        if b"\x00" in raw:
+            raise ValueError("line holds NUL bytes, not JSON") from None
+        raise ValueError("not valid JSON") from None
+    try:
+        seq = event["sequence"]
+        ok = len(seq) == 12 and seq.isascii() and seq.isdigit() and type(event["type"]) is str \
+            and type(event["time"]) is str
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+        raise ValueError("not an event: needs a 12-digit sequence, a type and a time")
+    return event
+
+
+_loads = orjson.loads
+HEAD = b'{"specversion":"1.0","id":"'
+_TYPE_KEY = b'","type":"'  # right after the 36-character id, at offset 63
+
+
+def peek(raw: bytes) -> Optional[tuple[bytes, bytes, bytes]]:
+    """(type, sequence, time) of a line in this tool's own shape, found by looking at bytes.
+
+    Lines this tool writes have a fixed key order (specversion, id, type, source, subject,
+    time, sequence, ...), and a quote inside a JSON string is always escaped, so the first
+    ``"time":"`` after the type is the event's own. Returns None for any line not in that
+    exact shape; such a line must be decoded and judged in full. A line in the shape is not
+    proven valid JSON inside its data: readers use this only for lines they skip (filtered
+    out), and ``wardrik check`` parses every line.
+    """
+    if raw[63:73] != _TYPE_KEY or not raw.startswith(HEAD) or raw[-2:] != b"}}" or raw.count(b'"specversion"') != 1:
+        return None
+    j = raw.find(b'"', 73)
+    k = raw.find(b'","time":"', j)
+    if j < 0 or k < 0:
+        return None
+    t = raw[k + 10:k + 37]
+    if raw[k + 37:k + 51] != b'","sequence":"':
+        return None
+    seq = raw[k + 51:k + 63]
+    if raw[k + 63:k + 64] != b'"' or not seq.isdigit():
+        return None
+    return raw[73:j], seq, t
+
+
+class Watermark:
+    """A compaction record. ``previous`` is the record this one replaced: compaction writes
+    the new record before it renames the new file in, so until the rename lands the old
+    file is described by ``previous``."""
+
+    def __init__(self, inode: int, next_sequence: int, time: Optional[str] = None, hash: Optional[str] = None,
+                 first_time_kept: Optional[str] = None, mtime_ns: Optional[int] = None,
+                 previous: Optional["Watermark"] = None):
+        self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
+        self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
+
+
+class Log:
+    """A log under a root: an agent's (by id) or the deployment's audit log."""
+
+    def __init__(self, root: Root, name: str, path: Path, state_key: str, is_audit: bool = False):
+        self.root, self.name, self.path, self.state_key, self.is_audit = root, name, path, state_key, is_audit
+
+    @classmethod
+    def agent(cls, root: Root, log_id: str) -> "Log":
+        validate_log_id(log_id)
+        return cls(root, log_id, root.log_path(log_id), log_id)
+
+    @classmethod
+    def audit(cls, root: Root) -> "Log":
+        return cls(root, AUDIT_NAME, root.audit_path, AUDIT_STATE_KEY, is_audit=True)
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root.state_path("locks", self.state_key, ".lock")
+
+    @property
+    def watermark_path(self) -> Path:
+        return self.root.state_path("watermarks", self.state_key, ".json")
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def open(self) -> "LogView":
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return LogView(self, None)
+        except OSError as e:
+            raise Failure(f"cannot read {self.path}: {e.strerror}") from None
+        return LogView(self, fd)
+
+    def read_watermark(self) -> Optional[Watermark]:
+        def build(d: dict, prev: Optional[Watermark]) -> Watermark:
+            return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
+                             d.get("first_time_kept"), d.get("mtime_ns"), prev)
+
+        try:
+            d = orjson.loads(self.watermark_path.read_bytes())
+            prev = build(d["previous"], None) if isinstance(d.get("previous"), dict) else None
+            return build(d, prev)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+class LogView:
+    """An open, read-only snapshot of one log file (its complete lines at open time)."""
+
+    def __init__(self, log: Log, fd: Optional[int]):
+        self.log = log
+        self.fd = fd
+        if fd is None:
+            self.ino, self.size, self.end, self.mtime_ns = None, 0, 0, None
+        else:
+            st = os.fstat(fd)
+            self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
+            self.end, self.size = lines.complete_end(fd, st.st_size)
+        self.lenient = False
+        self.first_was_damaged = False  # set when a lenient first() stepped over damaged lines
+        self._first: Optional[tuple[int, dict]] = None
+        self._last: Optional[tuple[int, dict]] = None
+
+    # context manager ---------------------------------------------------------
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "LogView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # decoding ----------------------------------------------------------------
+    def corrupt(self, offset: int, what: str) -> CorruptLedger:
+        line = lines.count_lines_before(self.fd, offset) if self.fd is not None else None
+        return CorruptLedger(str(self.log.path), line, offset, what)
+
+    def decode(self, offset: int, raw: bytes) -> dict[str, Any]:
+        try:
+            return decode_event(raw)
+        except ValueError as e:
+            raise self.corrupt(offset, f"corrupt line ({e})") from None
+
+    @property
+    def torn_bytes(self) -> int:
+        return self.size - self.end
+
+    # ends --------------------------------------------------------------------
+    def first(self) -> Optional[tuple[int, dict]]:
+        if self._first is None and self.fd is not None:
+            if not self.lenient:
+                item = lines.first_line(self.fd, self.end)
+                if item is not None:
+                    self._first = (item[0], self.decode(*item))
+            else:
+                for off, raw in self.iter_raw(0):
+                    try:
+                        self._first = (off, decode_event(raw))
+                        break
+                    except ValueError:
+                        self.first_was_damaged = True
+        return self._first
+
+    def last(self) -> Optional[tuple[int, dict]]:
+        """The last complete event. A corrupt last line is an error, unless this view is
+        lenient (the reader was asked to skip corrupt lines): then the last good one."""
+        if self._last is None and self.fd is not None:
+            for off, raw in lines.iter_lines_backward(self.fd, self.end):
+                try:
+                    self._last = (off, decode_event(raw))
+                    break
+                except ValueError as e:
+                    if not self.lenient:
+                        raise self.corrupt(off, f"corrupt line ({e})") from None
+        return self._last
+
+    def watermark(self) -> Optional[Watermark]:
+        """The compaction record of this file: it must agree with the first kept event, or,
+        for an emptied log, be about this very file (same inode). The record compaction
+        replaced (``previous``) is tried too: it describes the old file while a compaction that
+        died before its rename left the new record in place."""
+        top = self.log.read_watermark()
+        first = self.first()
+        for wm in (top, top.previous if top else None):
+            if wm is None:
+                continue
+            if first is not None:
+                if int(first[1]["sequence"]) == wm.next_sequence:
+                    return wm
+            elif wm.inode == self.ino or (wm.mtime_ns is not None and wm.mtime_ns == self.mtime_ns):
+                return wm  # this very file, or a copy of it (cp -a, rsync -a keep the mtime)
+        return None
+
+    def first_seq(self) -> int:
+        """Sequence of the first kept event; for an empty log, the next one to be written."""
+        f = self.first()
+        if f is not None:
+            return int(f[1]["sequence"])
+        wm = self.watermark()
+        return wm.next_sequence if wm else 1
+
+    def last_seq(self) -> int:
+        """Highest sequence ever written (0 for none), even when compaction dropped it."""
+        last = self.last()
+        if last is not None:
+            return int(last[1]["sequence"])
+        wm = self.watermark()
+        return wm.next_sequence - 1 if wm else 0
+
+    # iteration and seeks -----------------------------------------------------
+    def iter_raw(self, start: int = 0) -> Iterator[tuple[int, bytes]]:
+        if self.fd is None:
+            return iter(())
+        return lines.iter_lines(self.fd, start, self.end)
+
+    def decode_or_report(self, offset: int, raw: bytes,
+                         on_corrupt: Optional[Callable[[CorruptLedger], None]]) -> Optional[dict[str, Any]]:
+        """The event on this line; for a corrupt line, ``CorruptLedger`` unless the reader
+        asked to skip (``on_corrupt`` is told, and None comes back)."""
+        try:
+            return decode_event(raw)
+        except ValueError as e:
+            err = self.corrupt(offset, f"corrupt line ({e})")
+            if on_corrupt is None:
+                raise err from None
+            on_corrupt(err)
+            return None
+
+    def events(self, start: int = 0, *, on_corrupt: Optional[Callable[[CorruptLedger], None]] = None,
+               ) -> Iterator[tuple[int, bytes, dict]]:
+        """(offset, raw line, event) from ``start``; corrupt lines raise unless ``on_corrupt``."""
+        for off, raw in self.iter_raw(start):
+            event = self.decode_or_report(off, raw, on_corrupt)
+            if event is not None:
+                yield off, raw, event
+
+    def offset_after_seq(self, seq: int) -> int:
+        """Offset of the first line whose sequence is greater than ``seq``."""
+        if self.fd is None or seq <= 0:
+            return 0
+        first = self.first()
+        if first is None or int(first[1]["sequence"]) > seq:
+            return 0
+        return self._bisect(lambda e: int(e["sequence"]) > seq)
+
+    def offset_at_time(self, t: str) -> int:
+        """Offset of the first line whose time is at or after ``t`` (a stored time string)."""
+        if self.fd is None:
+            return 0
+        off = self._bisect(lambda e: e["time"] >= t)
+        if off == 0:
+            return 0
+        # Check the answer: the line before must be earlier. If not, times go backwards here.
+        prev = lines.last_line(self.fd, off)
+        if prev is None:
+            return off
+        try:
+            ok = decode_event(prev[1])["time"] < t
+        except ValueError:
+            ok = False
+        return off if ok else 0
+
+    def _bisect(self, after: Callable[[dict], bool]) -> int:
+        class _Unreadable(Exception):
+            pass
+
+        def is_after(raw: bytes) -> bool:
+            try:
+                return after(decode_event(raw))
+            except ValueError:
+                raise _Unreadable from None
+
+        try:
+            return lines.bisect(self.fd, self.end, is_after)
+        except _Unreadable:
+            return 0  # a corrupt line in the way: let the linear reader meet it and report it

@@ -1,0 +1,519 @@
+"""Retention: the ``compact`` sweep that drops each log's prefix of events older than the cutoff.
+
+Contract kept here:
+- In every log under the root, and the audit log, drop the longest prefix of events whose
+  time is before ``now - retention``; never anything after the first event at or after the
+  cutoff, so a log whose times go backwards keeps everything from that event on (and the
+  result says so).
+- The cut is found by bisection by time (a few small reads), checked against its neighbour
+  and samples of the prefix (at least 16, one per 4 MB, at most 256); when a check fails, the
+  prefix is scanned from the start instead, which is exact. Logs under 1 MB are always
+  scanned. Limit: in a big log written by something other than wardrik (whose appends never
+  go back in time), a short stretch of newer events hidden between two samples of the old
+  prefix is not seen, and is dropped with it; reading the whole prefix would make every
+  sweep cost the whole log.
+  Kept bytes are copied by the kernel (``copy_file_range``, falling back to ``sendfile`` and
+  then 1 MB blocks), never parsed and re-serialised: the cost grows with what is kept.
+- Crash order, for one log (kill -9 anywhere leaves the log as it was or as it should be):
+  1. under the per-root compaction lock (a second sweep skips, or waits with ``wait=True``),
+     stale temporaries of a dead sweep are removed;
+  2. the bulk of the kept bytes is copied, without the log's lock, into a dot-file beside the
+     log (``.<name>.jsonl.compact.tmp``: same file system, never a log to any pattern);
+  3. the log's lock (the appenders' lock) is taken; the lines appended meanwhile are copied;
+     a torn tail is cut, its bytes kept beside the log (``appender.cut_torn_tail``);
+  4. the new file is fsynced;
+  5. the watermark (``.wardrik/watermarks/<log>.json``: the new inode, the first kept
+     sequence, the last dropped line's time and hash, the first kept time) is written
+     atomically, carrying the record it replaces as ``previous``, so that both the old file
+     (until the rename lands) and the new one are described;
+  6. the new file is renamed over the log, and the directory fsynced;
+  7. the lock is released. Appenders open the log by path under that lock, so they never
+     write to the replaced file; readers holding the old file keep reading their snapshot.
+- ``dry_run`` reads only: no lock, no file created.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import orjson
+
+from wardrik_cli.store import lines
+from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
+from wardrik_cli.store.fsutil import fsync_dir, write_atomic
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log, decode_event
+from wardrik_cli.store.locking import locked, try_lock
+from wardrik_cli.protocol.times import format_dt, parse_duration
+
+DEFAULT_RETENTION = "30d"
+TMP_SUFFIX = ".compact.tmp"  # the new file: ".<name>.jsonl.compact.tmp" beside the log
+WM_TMP_SUFFIX = ".wm.tmp"
+LINEAR_LIMIT = 1 << 20  # a log this small is scanned line by line: exact, and cheap
+SAMPLES = 16  # at least this many lines sampled on each side of a bisected cut ...
+SAMPLE_EVERY = 4 << 20  # ... and one per 4 MB, up to MAX_SAMPLES: out-of-order stretches show up
+MAX_SAMPLES = 256
+COPY_BLOCK = 1 << 20
+COMPACT_LOCK_KEY = "@compact"
+
+
+@dataclass
+class LogResult:
+    log: str
+    dropped: int = 0
+    kept: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    error: Optional[str] = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
+             "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
+        if self.error:
+            d["error"] = self.error
+        if self.notes:
+            d["notes"] = self.notes
+        return d
+
+
+@dataclass
+class SweepResult:
+    cutoff: str
+    retention: str
+    dry_run: bool
+    logs: list[LogResult] = field(default_factory=list)
+    skipped: Optional[str] = None  # set when another sweep held the root
+
+    @property
+    def dropped(self) -> int:
+        return sum(r.dropped for r in self.logs)
+
+    @property
+    def kept(self) -> int:
+        return sum(r.kept for r in self.logs)
+
+    @property
+    def failed(self) -> list[LogResult]:
+        return [r for r in self.logs if r.error]
+
+    def to_json(self) -> dict:
+        d = {"logs": [r.to_json() for r in self.logs], "dropped": self.dropped, "kept": self.kept,
+             "cutoff": self.cutoff, "retention": self.retention, "dry_run": self.dry_run}
+        if self.skipped:
+            d["skipped"] = self.skipped
+        return d
+
+
+class _Unreadable(Exception):
+    def __init__(self, offset: int, what: str):
+        self.offset, self.what = offset, what
+
+
+# ---------------------------------------------------------------------------
+# configuration
+# ---------------------------------------------------------------------------
+def resolve_retention(root: Root, given: Optional[str]) -> tuple[str, timedelta]:
+    """The retention from the flag, else config.toml, else 30 days (validated either way)."""
+    if given is not None:
+        return given, parse_duration(given)
+    cfg = root.config().retention if root.exists() else None
+    if cfg is not None:
+        from wardrik_cli.errors import BadConfig, BadDuration
+        try:
+            return cfg, parse_duration(cfg)
+        except BadDuration as e:
+            raise BadConfig(f"{root.tool_dir / 'config.toml'}: retention: {e}") from None
+    return DEFAULT_RETENTION, parse_duration(DEFAULT_RETENTION)
+
+
+def _root_read_only(root: Root) -> Optional[str]:
+    try:
+        if os.statvfs(root.path).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    except OSError:
+        pass
+    if not os.access(root.path, os.W_OK):
+        return "it is not writable"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# finding the cut
+# ---------------------------------------------------------------------------
+def _time(off: int, raw: bytes) -> str:
+    try:
+        return decode_event(raw)["time"]
+    except ValueError as e:
+        raise _Unreadable(off, f"corrupt line ({e})") from None
+
+
+def _seq(off: int, raw: bytes) -> int:
+    try:
+        return int(decode_event(raw)["sequence"])
+    except ValueError as e:
+        raise _Unreadable(off, f"corrupt line ({e})") from None
+
+
+def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool) -> tuple[int, bool]:
+    """(offset of the first line at or after the cutoff, whether an older line follows it)."""
+    cut = None
+    for off, raw in lines.iter_lines(fd, 0, end):
+        t = _time(off, raw)
+        if cut is None:
+            if t >= cutoff:
+                cut = off
+                if not check_rest:
+                    return cut, False
+        elif t < cutoff:
+            return cut, True
+    return (end if cut is None else cut), False
+
+
+def _samples(fd: int, lo: int, hi: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """About SAMPLES complete lines spread over [lo, hi)."""
+    if hi <= lo:
+        return
+    count = min(MAX_SAMPLES, max(SAMPLES, (hi - lo) // SAMPLE_EVERY))
+    step = max((hi - lo) // count, 1)
+    pos = lo
+    while pos < hi:
+        found = lines.line_at_or_after(fd, pos, end)
+        if found is None or found[0] >= hi:
+            return
+        yield found
+        pos = max(pos + step, found[0] + len(found[1]) + 1)
+
+
+def find_cut(fd: int, end: int, cutoff: str) -> tuple[int, bool]:
+    """(cut offset, times go backwards): the longest prefix of ``[0, end)`` older than ``cutoff``.
+
+    Small logs are scanned; big ones bisected, and the answer checked: the line before the cut
+    and samples of the prefix must be older than the cutoff. A failed check means the times
+    are out of order: the prefix is then scanned from the start, which is exact.
+    """
+    if end <= LINEAR_LIMIT:
+        return _linear_cut(fd, end, cutoff, check_rest=True)
+
+    def is_after(raw: bytes) -> bool:
+        return _time(-1, raw) >= cutoff
+
+    try:
+        cut = lines.bisect(fd, end, is_after)
+    except _Unreadable:
+        cut = -1
+    ok = cut >= 0
+    if ok and cut > 0:
+        prev = lines.last_line(fd, cut)
+        ok = prev is not None and _time(prev[0], prev[1]) < cutoff
+        if ok:
+            ok = all(_time(o, r) < cutoff for o, r in _samples(fd, 0, cut, end))
+    if not ok:
+        cut, _ = _linear_cut(fd, end, cutoff, check_rest=False)
+        return cut, True
+    backwards = any(_time(o, r) < cutoff for o, r in _samples(fd, cut, end, end))
+    return cut, backwards
+
+
+# ---------------------------------------------------------------------------
+# copying
+# ---------------------------------------------------------------------------
+def copy_range(src: int, dst: int, start: int, end: int, dst_off: int) -> None:
+    """Copy bytes [start, end) of ``src`` to ``dst`` at ``dst_off``, in the kernel when it can."""
+    pos, out = start, dst_off
+    use_cfr = hasattr(os, "copy_file_range")
+    while pos < end:
+        n = 0
+        if use_cfr:
+            try:
+                n = os.copy_file_range(src, dst, end - pos, pos, out)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM):
+                    raise
+                use_cfr = False
+                continue
+        else:
+            data = os.pread(src, min(COPY_BLOCK, end - pos), pos)
+            if data:
+                view = memoryview(data)
+                while view:
+                    w = os.pwrite(dst, view, out + (len(data) - len(view)))
+                    view = view[w:]
+            n = len(data)
+        if n == 0:
+            raise Failure(f"the log shrank while it was copied (at byte {pos})")
+        pos += n
+        out += n
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, tmp=path.with_name(f".{path.name}{WM_TMP_SUFFIX}"))
+
+
+def tmp_path(log: Log) -> Path:
+    return log.path.with_name(f".{log.path.name}{TMP_SUFFIX}")
+
+
+def clean_stale(root: Root) -> list[Path]:
+    """Remove temporaries a killed sweep left (call only under the compaction lock)."""
+    removed: list[Path] = []
+
+    def sweep_dir(d: Path, suffixes: tuple[str, ...], recurse_dots: bool) -> None:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            return
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if recurse_dots or not e.name.startswith("."):
+                    sweep_dir(Path(e.path), suffixes, recurse_dots)
+            elif e.name.startswith(".") and e.name.endswith(suffixes):
+                try:
+                    os.unlink(e.path)
+                    removed.append(Path(e.path))
+                except OSError:
+                    pass
+
+    sweep_dir(root.path, (TMP_SUFFIX,), False)  # agents' logs (dot-directories skipped)
+    try:
+        for e in os.scandir(root.tool_dir):  # the audit log's temp
+            if e.is_file(follow_symlinks=False) and e.name.startswith(".") and e.name.endswith(TMP_SUFFIX):
+                os.unlink(e.path)
+                removed.append(Path(e.path))
+    except OSError:
+        pass
+    sweep_dir(root.tool_dir / "watermarks", (WM_TMP_SUFFIX,), True)
+    return removed
+
+
+# ---------------------------------------------------------------------------
+# one log
+# ---------------------------------------------------------------------------
+def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[int, bytes],
+                    first_kept: Optional[dict], new_mtime_ns: int) -> bytes:
+    raw = last_dropped[1]
+    ev = decode_event(raw)
+    # inode and mtime identify the new file while it is empty (a copy keeps the mtime).
+    rec: dict = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": ev["time"],
+                 "hash": hashlib.sha256(raw + b"\n").hexdigest(),
+                 "first_time_kept": first_kept["time"] if first_kept else None}
+    try:
+        prev = orjson.loads(log.watermark_path.read_bytes())
+        if isinstance(prev, dict):
+            prev.pop("previous", None)
+            rec["previous"] = prev
+    except (OSError, ValueError):
+        pass
+    return orjson.dumps(rec)
+
+
+def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
+                lock_timeout: Optional[float] = None, _after_bulk: Optional[Callable[[], None]] = None) -> LogResult:
+    """Sweep one log; raises WardrikError/OSError on a failure (the caller records it)."""
+    res = LogResult(log.name)
+    try:
+        fd = os.open(log.path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return res
+    try:
+        st = os.fstat(fd)
+        end0, size0 = lines.complete_end(fd, st.st_size)
+        res.bytes_before = res.bytes_after = size0
+        try:
+            cut, backwards = find_cut(fd, end0, cutoff)
+            first = lines.first_line(fd, end0)
+            last = lines.last_line(fd, end0)
+            first_seq = _seq(*first) if first else None
+            last_seq = _seq(*last) if last else None
+            kept_first = _seq(*lines.line_at_or_after(fd, cut, end0)) if cut < end0 else None
+        except _Unreadable as e:
+            raise Failure(f"{e.what} at byte {e.offset} (see `wardrik check`); not compacted") from None
+        if first is not None:
+            res.dropped = (kept_first if kept_first is not None else last_seq + 1) - first_seq
+            res.kept = (last_seq - kept_first + 1) if kept_first is not None else 0
+        if backwards:
+            res.notes.append("times go backwards in this log: only the prefix before the first event at or "
+                             "after the cutoff was dropped; older events after it were kept")
+        torn = size0 - end0
+        if dry_run or (cut == 0 and torn == 0):
+            if dry_run:
+                res.bytes_after = size0 - cut - torn
+            return res
+        if cut == 0:
+            # Nothing to drop: only cut the torn tail, in place, under the appenders' lock.
+            with locked(log.lock_path, timeout=lock_timeout, what=log.name):
+                wfd = os.open(log.path, os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    if os.fstat(wfd).st_ino != st.st_ino:
+                        raise Failure("the log was replaced while it was swept; run compact again")
+                    end1, size1 = lines.complete_end(wfd)
+                    from wardrik_cli.store.append import cut_torn_tail
+                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
+                    res.bytes_before, res.bytes_after = size1, end1
+                    if last_seq is not None:
+                        res.kept = _seq(*lines.last_line(wfd, end1)) - first_seq + 1
+                finally:
+                    os.close(wfd)
+            return res
+        return _rewrite(log, fd, st.st_ino, cut, end0, res, first_seq, warn, lock_timeout, _after_bulk)
+    finally:
+        os.close(fd)
+
+
+def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, first_seq: int,
+             warn: Callable[[str], None], lock_timeout: Optional[float],
+             after_bulk: Optional[Callable[[], None]]) -> LogResult:
+    tmp = tmp_path(log)
+    tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    renamed = False
+    try:
+        # Step 2: the bulk, without the lock (appenders go on meanwhile).
+        copy_range(fd, tfd, cut, end0, 0)
+        if after_bulk is not None:
+            after_bulk()
+        # Step 3: under the appenders' lock, the lines appended meanwhile, and the torn tail.
+        with locked(log.lock_path, timeout=lock_timeout, what=log.name):
+            try:
+                wfd = os.open(log.path, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                raise Failure("the log was removed while it was swept") from None
+            try:
+                st1 = os.fstat(wfd)
+                if st1.st_ino != ino:
+                    raise Failure("the log was replaced while it was swept; run compact again")
+                end1, size1 = lines.complete_end(wfd, st1.st_size)
+                if end1 < end0:
+                    raise Failure("the log shrank while it was swept; run compact again")
+                copy_range(wfd, tfd, end0, end1, end0 - cut)
+                if size1 > end1:
+                    from wardrik_cli.store.append import cut_torn_tail
+                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
+                res.bytes_before = size1
+                res.bytes_after = end1 - cut
+                # Step 4: the new file is durable before anything points at it.
+                os.fsync(tfd)
+                st_new = os.fstat(tfd)
+                new_ino = st_new.st_ino
+                last_dropped = lines.last_line(wfd, cut)
+                first_kept_line = lines.first_line(tfd, end1 - cut)
+                first_kept = decode_event(first_kept_line[1]) if first_kept_line else None
+                if first_kept is not None:
+                    next_seq = int(first_kept["sequence"])
+                    last_seq = _seq(*lines.last_line(tfd, end1 - cut))
+                    res.kept = last_seq - next_seq + 1
+                else:
+                    next_seq = _seq(*lines.last_line(wfd, end1)) + 1
+                    res.kept = 0
+                res.dropped = next_seq - first_seq
+                # Step 5: the record, carrying the one it replaces, before the rename.
+                _write_atomic(log.watermark_path, _watermark_json(log, new_ino, next_seq, last_dropped, first_kept,
+                                                                            st_new.st_mtime_ns))
+                # Step 6: the rename, made durable.
+                os.rename(tmp, log.path)
+                renamed = True
+                fsync_dir(log.path.parent)
+            finally:
+                os.close(wfd)
+        _void_verified_note(log)
+        return res
+    finally:
+        os.close(tfd)
+        if not renamed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _void_verified_note(log: Log) -> None:
+    # The appender's note names the old inode, so it is void already; removing it keeps
+    # .wardrik/ tidy and makes the next append verify the new file once.
+    try:
+        log.root.state_path("verified", log.state_key, ".json").unlink()
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------
+# the sweep
+# ---------------------------------------------------------------------------
+def logs_of(root: Root) -> list[Log]:
+    logs = [Log.agent(root, i) for i in sorted(root.iter_log_ids())]
+    audit = Log.audit(root)
+    if audit.exists():
+        logs.append(audit)
+    return logs
+
+
+def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = False,
+          now: Optional[datetime] = None, warn: Callable[[str], None] = lambda m: None,
+          on_start: Optional[Callable[[list[Log]], None]] = None,
+          on_log: Optional[Callable[[LogResult], None]] = None) -> SweepResult:
+    """Compact every log under ``root``; a log that fails is recorded and the others still swept."""
+    root.require()
+    delta = parse_duration(retention)
+    try:
+        cutoff = format_dt((now or datetime.now(timezone.utc)) - delta)
+    except OverflowError:
+        cutoff = format_dt(datetime.min)  # a retention longer than history keeps everything
+    result = SweepResult(cutoff, retention, dry_run)
+    if not dry_run:
+        why = _root_read_only(root)
+        if why:
+            raise ReadOnlyRoot(f"cannot compact {root.path}: {why}; nothing was changed "
+                               "(--dry-run reports what a sweep would drop)")
+    lock_fd: Optional[int] = None
+    if not dry_run:
+        lock_path = root.state_path("locks", COMPACT_LOCK_KEY, ".lock")
+        try:
+            lock_fd = try_lock(lock_path)
+        except OSError as e:
+            raise Failure(f"cannot take the compaction lock {lock_path}: {e.strerror}") from None
+        if lock_fd is None:
+            if not wait:
+                result.skipped = "another compact is running on this root; skipped (use --wait to wait for it)"
+                return result
+            import time
+            while lock_fd is None:
+                time.sleep(0.05)
+                lock_fd = try_lock(lock_path)
+    try:
+        if not dry_run:
+            for p in clean_stale(root):
+                warn(f"removed {p}, left by a compaction that did not finish")
+        logs = logs_of(root)
+        if on_start:
+            on_start(logs)
+        for log in logs:
+            try:
+                r = compact_log(log, cutoff, dry_run=dry_run, warn=warn)
+            except (WardrikError, OSError) as e:
+                r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
+                              f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
+                try:
+                    r.bytes_before = r.bytes_after = log.path.stat().st_size
+                except OSError:
+                    pass
+            result.logs.append(r)
+            if on_log:
+                on_log(r)
+        if not dry_run and hasattr(_live(), "cleanup_stale"):
+            try:
+                _live().cleanup_stale(root)
+            except Exception as e:  # follower state is best effort: never fail a sweep for it
+                warn(f"could not clean stale follower state: {e}")
+        return result
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _live():
+    from wardrik_cli.follow import live
+    return live
