@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     (scratch / "acme").mkdir(parents=True)
     shutil.copyfile(big, scratch / "acme" / "big.jsonl")
     times = []
-    for i in range(n):
+    for _i in range(n):
         run([w, "--root", str(scratch), "fold", "acme/big"])  # the checkpoint after the last append
         run([w, "--root", str(scratch), "append", "acme/big", "trigger.fired", "--no-sync",
              "--data", '{"trigger": {"name": "bench"}}'])

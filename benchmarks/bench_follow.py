@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,7 +84,7 @@ def main() -> None:
     try:
         # 1. CLI appends (with the doorbell)
         lat: dict[str, list[float]] = {w.name: [] for w in ws}
-        for i in range(a.appends):
+        for _ in range(a.appends):
             p = subprocess.run([WARDRIK, "--root", str(root), "append", "bench/a", "trigger.fired", "--data",
                                 '{"trigger": {"name": "b"}}'], capture_output=True, check=True)
             t_ret = time.monotonic()
@@ -100,7 +99,7 @@ def main() -> None:
             rows.append((w.name, "wardrik append (CLI)", len(xs), pct(xs, 50), pct(xs, 99), max(xs)))
         # 2. library appends: the file watcher alone wakes the follower
         lat = {w.name: [] for w in ws}
-        for i in range(a.appends):
+        for _ in range(a.appends):
             ev = append_event(Root(root), "bench/a", "trigger.fired", {"trigger": {"name": "lib"}}, sync=False)
             t_ret = time.monotonic()
             wait_for(ws, [ev["id"]])

@@ -239,7 +239,7 @@ def write_log(path: Path, log: str, *, mb: float | None, events: int | None, sta
     tmp = path.with_name(path.name + ".gen-tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(tmp, "wb") as f:
-        for etype, data, gap, run_trace, opens in gen.events():
+        for etype, data, gap, run_trace, _opens in gen.events():
             if events is not None and seq >= events:
                 break
             seq += 1

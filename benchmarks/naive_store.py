@@ -28,7 +28,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 
@@ -56,7 +56,7 @@ class EventStore:
         trace = self._trace or os.urandom(16).hex()
         if etype in ("wardrik.run.completed", "wardrik.run.failed"):
             self._trace = None
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         self._last_time = now = max(now, self._last_time)
         self._seq += 1
         event = {

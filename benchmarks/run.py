@@ -36,7 +36,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 HERE = Path(__file__).resolve().parent
 GEN = HERE / "gen_ledger.py"

@@ -11,10 +11,8 @@ microsecond times, UUIDv7-shaped ids), straight to the file, at a few hundred MB
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
-from typing import Optional
 
 DAY_NS = 86_400 * 10**9
 _LINE = ('{"specversion":"1.0","id":"%08x-%04x-7%03x-8%03x-%012x","type":"wardrik.tool_call.completed",'
@@ -22,8 +20,8 @@ _LINE = ('{"specversion":"1.0","id":"%08x-%04x-7%03x-8%03x-%012x","type":"wardri
          '"traceparent":"00-%032x-%016x-01","data":{"tool":{"call":{"id":"c%d"}},"output":"%s"}}\n')
 
 
-def write_spread(path: Path, *, mb: Optional[float] = None, events: Optional[int] = None, days: float = 100.0,
-                 end_ns: Optional[int] = None, first_seq: int = 1, log_id: str = "acme/big",
+def write_spread(path: Path, *, mb: float | None = None, events: int | None = None, days: float = 100.0,
+                 end_ns: int | None = None, first_seq: int = 1, log_id: str = "acme/big",
                  deployment: str = "local", pad: int = 480) -> dict:
     """Write the log; events run evenly from ``end_ns - days`` to ``end_ns`` (default now).
 

@@ -1,6 +1,16 @@
-"""Shared fixtures: every test gets its own root, and runs the real CLI as a subprocess."""
+"""Shared fixtures: every test gets its own root, and runs the real CLI.
+
+``run_cli`` runs the command line in this process by default (``wardrik_cli.cli.app.run``
+over the same argv and environment, with in-memory streams): the same code as the
+executable, without a Python start-up per call. A follow (``-f``, ``--watch``) or
+``process=True`` launches the real ``wardrik`` executable instead; tests that need a real
+process (signals, kill -9, terminals, fault injection, /proc/<pid>/io, start-up) are marked
+``subprocess``. ``WARDRIK_TESTS_IN_PROCESS=0`` in the environment runs every call as a
+process (to check that both ways agree).
+"""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -28,19 +38,41 @@ def root(tmp_path: Path) -> Path:
     return r
 
 
+# What makes a command line a follower: it runs until signalled, so never in this process.
+FOLLOW_FLAGS = frozenset({"-f", "--follow", "-w", "--watch"})
+IN_PROCESS = os.environ.get("WARDRIK_TESTS_IN_PROCESS", "1") != "0"
+
+
+def in_process(argv: list[str], env: dict, input: bytes | None = None) -> subprocess.CompletedProcess:
+    """``wardrik ARGV`` through ``cli.app.run`` in this process: a CompletedProcess like the
+    executable's (exit code, stdout and stderr bytes); stdin is ``input`` (else empty)."""
+    from wardrik_cli.cli.app import run
+
+    out, err = io.BytesIO(), io.BytesIO()
+    code = run(argv, env, stdin=io.BytesIO(input or b""), stdout=out, stderr=err)
+    return subprocess.CompletedProcess([WARDRIK, *argv], code, out.getvalue(), err.getvalue())
+
+
+def needs_process(argv: list[str], process: bool = False) -> bool:
+    return process or not IN_PROCESS or any(a in FOLLOW_FLAGS for a in argv)
+
+
 def run_cli(*args: str, root: Path | None = None, input: bytes | str | None = None,
-            env: dict | None = None, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
-    """Run the real `wardrik` executable; returns the CompletedProcess (bytes stdout/stderr)."""
-    cmd = [WARDRIK]
-    if root is not None:
-        cmd += ["--root", str(root)]
-    cmd += [str(a) for a in args]
+            env: dict | None = None, timeout: float = 60, check: bool = False,
+            process: bool = False) -> subprocess.CompletedProcess:
+    """Run `wardrik [--root ROOT] ARGS...` (in this process unless it follows or ``process``);
+    returns a CompletedProcess (bytes stdout/stderr). ``timeout`` bounds a process only."""
+    argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     if isinstance(input, str):
         input = input.encode()
-    p = subprocess.run(cmd, input=input, capture_output=True, env=full_env, timeout=timeout)
+    cmd = [WARDRIK, *argv]
+    if needs_process(argv, process):
+        p = subprocess.run(cmd, input=input, capture_output=True, env=full_env, timeout=timeout)
+    else:
+        p = in_process(argv, full_env, input)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
     return p

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import orjson
@@ -12,7 +12,7 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.catalogue import lookup
 from wardrik_cli.protocol.times import format_dt
 
-START = datetime(2026, 10, 22, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 10, 22, 9, 0, tzinfo=UTC)
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 SEED_FIXTURE = Path(__file__).parent / "fixtures" / "seed000_events.jsonl"
 

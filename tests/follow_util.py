@@ -8,7 +8,6 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 import orjson
 
@@ -19,7 +18,50 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
 from wardrik_cli.store.locking import locked
 
-LIVE_WAIT = 10.0  # generous upper bound for liveness, never a latency assertion
+LIVE_WAIT = 30.0  # generous upper bound for liveness (waited out only by a failing test), never a latency assertion
+
+
+def wait_registered(root: Path, proc: subprocess.Popen, err=lambda: b"", timeout: float = LIVE_WAIT) -> None:
+    """Wait until the follower process ``proc`` is following: registered for live events
+    under ROOT (which it does before its read-back) and its main thread idle in the poll of
+    its follow loop (so the read-back is done: with ``-n 0``, what is written now is shown)."""
+    d = root / ".wardrik" / "live"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (d.is_dir() and any(n.startswith(f"{proc.pid}-") and n.endswith(".json") for n in os.listdir(d))
+                and _in_poll(proc.pid)):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"tail exited {proc.returncode}: {err()!r}")
+        time.sleep(0.02)
+    raise AssertionError("the follower never registered")
+
+
+def _in_poll(pid: int) -> bool:
+    """Is the main thread of ``pid`` blocked in poll(2)/ppoll(2)? (True where /proc cannot say.)"""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read()
+        with open(f"/proc/{pid}/syscall") as f:
+            nr = f.read().split()[0]
+    except (OSError, IndexError):
+        return True
+    if wchan in ("", "0") and nr == "running":
+        return False
+    return "poll" in wchan or (wchan in ("", "0") and nr in ("7", "271", "73"))  # x86_64 poll/ppoll, arm64 ppoll
+
+
+def wait_stopped(pid: int, timeout: float = LIVE_WAIT) -> None:
+    """Wait until process ``pid`` is stopped (state T in /proc/PID/stat), e.g. after SIGSTOP:
+    the signal is only queued when ``kill`` returns."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0]  # after "(comm)", which may hold spaces
+        if state in (b"T", b"t"):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} never stopped")
 
 
 def add(root: Path, log_id: str, name: str = "t", **kw) -> dict:
@@ -34,17 +76,19 @@ def add(root: Path, log_id: str, name: str = "t", **kw) -> dict:
 class Tailer:
     """`wardrik --root ROOT tail ARGS...` with its stdout and stderr read by threads."""
 
-    def __init__(self, root: Path, *args: str, stdout=subprocess.PIPE, env: Optional[dict] = None):
+    def __init__(self, root: Path, *args: str, stdout=subprocess.PIPE, env: dict | None = None):
         full_env = dict(os.environ, **(env or {}))
         self.root = root
         self.proc = subprocess.Popen([WARDRIK, "--root", str(root), "tail", *args], stdout=stdout,
                                      stderr=subprocess.PIPE, env=full_env)
-        self.lines: "queue.Queue[bytes]" = queue.Queue()
+        self.lines: queue.Queue[bytes] = queue.Queue()
         self.err = b""
         self.got: list[bytes] = []
+        self._pumps = [threading.Thread(target=self._pump_err, daemon=True)]
         if stdout == subprocess.PIPE:
-            threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+            self._pumps.append(threading.Thread(target=self._pump, daemon=True))
+        for th in self._pumps:
+            th.start()
 
     def _pump(self) -> None:
         for line in self.proc.stdout:
@@ -81,15 +125,25 @@ class Tailer:
                 return out
 
     def wait_registered(self, timeout: float = LIVE_WAIT) -> None:
-        d = self.root / ".wardrik" / "live"
+        wait_registered(self.root, self.proc, lambda: self.err, timeout)
+
+    def wait_err(self, needle: bytes, timeout: float = LIVE_WAIT) -> bool:
+        """Wait until ``needle`` shows on the follower's stderr (read by a thread of its own,
+        so it may lag behind stdout): True when it did, False after ``timeout``."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if d.is_dir() and any(n.startswith(f"{self.proc.pid}-") and n.endswith(".json") for n in os.listdir(d)):
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f"tail exited {self.proc.returncode}: {self.err!r}")
+        while needle not in self.err:
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.02)
-        raise AssertionError("the follower never registered")
+        return True
+
+    def pause(self) -> None:
+        """SIGSTOP the follower and wait until it is stopped."""
+        self.proc.send_signal(signal.SIGSTOP)
+        wait_stopped(self.proc.pid)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
 
     def sync(self, log_id: str, timeout: float = LIVE_WAIT) -> None:
         """Append markers until one comes through: from then on the follower is following."""
@@ -114,13 +168,21 @@ class Tailer:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         rc = self.proc.wait(timeout=timeout)
-        time.sleep(0.05)
+        self._drain(timeout)
         return rc
+
+    def _drain(self, timeout: float = LIVE_WAIT) -> None:
+        """After the process ended: wait for the reader threads to reach the end of its output,
+        so ``err`` and ``nothing_more()`` hold everything it wrote."""
+        for th in self._pumps:
+            th.join(timeout)
+            assert not th.is_alive(), "the follower's output never ended"
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._drain()
 
 
 def compact(root: Path, log_id: str, keep_from: int) -> None:

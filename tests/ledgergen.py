@@ -1,14 +1,14 @@
 """Writing valid ledgers fast for tests (straight to the file, in the stored format)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id, new_trace_id
 from wardrik_cli.protocol.catalogue import lookup
 from wardrik_cli.protocol.times import format_dt
 
-START = datetime(2026, 10, 22, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 10, 22, 9, 0, tzinfo=UTC)
 
 
 def write_log(path: Path, n: int, *, first_seq: int = 1, start: datetime = START, step: timedelta = timedelta(seconds=1),

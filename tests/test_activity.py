@@ -12,7 +12,7 @@ import pytest
 from conftest import WARDRIK
 from foldhelp import TRACE, run_events, write
 from procio import run_with_io
-from wardrik_cli.fold.activity import changed_event
+from wardrik_cli.folding.activity import changed_event
 from wardrik_cli.store.layout import Root
 
 
@@ -67,6 +67,7 @@ def test_many_logs_by_pattern(root, cli):
     assert p.returncode == 0 and b"tool grep" in p.stdout and b"idle" in p.stdout
 
 
+@pytest.mark.subprocess
 def test_activity_cost_does_not_grow_with_the_log(root, cli):
     write(root, "acme/big", (run_events(3) * 500) + [tool(1)])
     size = os.path.getsize(root / "acme" / "big.jsonl")
@@ -81,7 +82,7 @@ def test_activity_cost_does_not_grow_with_the_log(root, cli):
 
 def test_changed_event(root):
     r = Root(root)
-    lines = write(root, "acme/t", run_events(1)[:2])
+    write(root, "acme/t", run_events(1)[:2])
     # a reasoning step changes nothing the activity shows
     more = write(root, "acme/t", [("reasoning.completed", {"message": {"id": "a0"}})], first_seq=3, mode="ab")
     assert changed_event(r, "acme/t", more) is None
@@ -101,6 +102,7 @@ def test_changed_event(root):
     assert orjson.loads(changed_event(r, "acme/t", more))["data"]["pending"] == 1
 
 
+@pytest.mark.subprocess
 def test_watch_updates_and_ends_cleanly_on_ctrl_c(root, cli):
     write(root, "acme/t", run_events(1))
     p = subprocess.Popen([WARDRIK, "--root", str(root), "activity", "acme/*", "--watch", "-F", "jsonl"],
@@ -150,9 +152,9 @@ def test_doing_is_the_last_thing_started_even_once_it_completed(root, cli):
     write(root, "acme/t", [("run.started", {}, 8)], first_seq=10, mode="ab")
     assert act(cli, "acme/t")["acme/t"]["doing"] == []
     # the library's fold from scratch agrees with the checkpointed answers above
-    from wardrik_cli.fold.engine import Target, fold_target
+    from wardrik_cli.folding.engine import Target, fold_target
     from wardrik_cli.store.log import Log
-    from wardrik_cli.fold.views import ActivityView, activity_of
+    from wardrik_cli.folding.views import ActivityView, activity_of
     lg = Log.agent(Root(root), "acme/t")
     res = fold_target(Target("acme/t", lg, True), ActivityView(), "activity", use_checkpoints=False, save_checkpoints=False)
     assert activity_of(res.state)["doing"] == []

@@ -11,7 +11,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ def _torn_keeps(path: Path) -> list[Path]:
     return sorted(path.parent.glob(path.name + ".torn-*"))
 
 
+@pytest.mark.subprocess
 def test_file_size_limit_mid_batch(root):
     log = root / "acme" / "a.jsonl"
     first = run_cli("append", "acme/a", "run.started", root=root, check=True)
@@ -75,6 +75,7 @@ def test_file_size_limit_mid_batch(root):
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+@pytest.mark.subprocess
 def test_full_file_system_mid_batch(tmp_path):
     """A 64 KiB tmpfs in a private mount namespace fills up during a batch."""
     out = tmp_path / "out"
@@ -121,6 +122,7 @@ def test_full_file_system_mid_batch(tmp_path):
     assert rd("rc4").strip() == b"0", rd("check")
 
 
+@pytest.mark.subprocess
 def test_kill_9_in_the_middle_of_a_batch(root):
     log = root / "acme" / "a.jsonl"
     before = run_cli("append", "acme/a", "--batch", "-", input=_batch(3), root=root, check=True).stdout
@@ -129,7 +131,7 @@ def test_kill_9_in_the_middle_of_a_batch(root):
     batch.write_bytes(_batch(n, pad=400))
     size0 = log.stat().st_size
     landed = False
-    for attempt in range(8):
+    for _attempt in range(8):
         p = subprocess.Popen([WARDRIK, "--root", str(root), "append", "acme/a", "--batch", str(batch), "--no-sync"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         while p.poll() is None and log.stat().st_size == size0:
@@ -139,7 +141,6 @@ def test_kill_9_in_the_middle_of_a_batch(root):
         out, _ = p.communicate()
         size = log.stat().st_size
         if p.returncode == -signal.SIGKILL and size0 < size:
-            full = size0 + len(out) if out else None
             # Mid-write: the process died before printing, and the batch is not all there.
             if not out and _seqs(log)[-1] < 3 + n:
                 landed = True
@@ -159,6 +160,7 @@ def test_kill_9_in_the_middle_of_a_batch(root):
     assert run_cli("check", root=root).returncode == 0
 
 
+@pytest.mark.subprocess
 def test_concurrent_appenders_contiguous(root):
     files = []
     for i in range(10):
@@ -172,7 +174,7 @@ def test_concurrent_appenders_contiguous(root):
     log = root / "acme" / "a.jsonl"
     assert _seqs(log) == list(range(1, 56))
     # Each batch went in as one contiguous block.
-    for (out, _), size in zip(outs, range(1, 11)):
+    for (out, _), size in zip(outs, range(1, 11), strict=False):
         s = [int(e["sequence"]) for e in jsonl(out)]
         assert len(s) == size and s == list(range(s[0], s[0] + size))
 

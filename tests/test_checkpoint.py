@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
-import sys
 
 import orjson
 import pytest
@@ -13,10 +11,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from foldhelp import compact, run_events, write
 from procio import run_with_io
 from conftest import WARDRIK
-from wardrik_cli.fold.engine import Target, fold_target
+from wardrik_cli.folding.engine import Target, fold_target
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
-from wardrik_cli.fold.views import ActivityView, StateView, TimelineView
+from wardrik_cli.folding.views import ActivityView, StateView, TimelineView
 
 
 def ck_path(root, log="acme/t", view="state"):
@@ -33,6 +31,7 @@ def full(root, view=None, log="acme/t"):
     return fold_lib(root, view, use=False, log=log)
 
 
+@pytest.mark.subprocess
 def test_second_fold_reads_only_the_suffix(root, cli):
     write(root, "acme/t", run_events(3) * 400)  # ~5000 events
     size = os.path.getsize(root / "acme" / "t.jsonl")
@@ -179,7 +178,7 @@ def test_every_fold_equals_a_full_fold(tmp_path_factory, ops):
             p = ck_path(root, view=arg)
             if p.exists():
                 p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
-    for name, cls in VIEWS.items():
+    for _name, cls in VIEWS.items():
         got, want = fold_lib(root, cls()), full(root, cls())
         assert (got.through, got.state) == (want.through, want.state)
 
@@ -271,7 +270,7 @@ def test_fold_at_a_lower_sequence_keeps_the_further_checkpoint(root, cli):
 
 
 def test_activity_changed_keeps_a_further_checkpoint(root):
-    from wardrik_cli.fold.activity import changed_event
+    from wardrik_cli.folding.activity import changed_event
     from foldhelp import line
 
     write(root, "acme/t", run_events(1)[:2])

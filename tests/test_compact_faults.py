@@ -73,6 +73,7 @@ def full_run_seconds(big, tmp_path_factory):
 
 
 @pytest.mark.parametrize("when", ["50ms", "100ms", "200ms", "30%", "60%", "85%", "95%"])
+@pytest.mark.subprocess
 def test_kill_9_mid_sweep_leaves_each_log_as_it_was_or_should_be(tmp_path, big, full_run_seconds, when):
     path_src, sha_whole, sha_kept, kept_len, n_old, total = big
     r = _fresh_root(tmp_path, big)
@@ -144,19 +145,20 @@ def _snapshot(r: Path) -> dict:
     return {str(p): (p.stat().st_mtime_ns, _sha(p) if p.is_file() else None) for p in sorted(r.rglob("*"))}
 
 
+@pytest.mark.subprocess
 def test_read_only_root_clear_error_nothing_changed(ro_root):
     before = _snapshot(ro_root)
-    p = run_cli("compact", "--retention", "10d", root=ro_root)
+    p = run_cli("compact", "--retention", "10d", root=ro_root, process=True)
     assert p.returncode == 1
     err = p.stderr.decode()
     assert err.startswith("error: ") and "read-only" in err and "Traceback" not in err and err.count("\n") == 1
     assert _snapshot(ro_root) == before
     # a dry run and the readers work there
-    d = run_cli("compact", "--retention", "10d", "--dry-run", "--format", "json", root=ro_root)
+    d = run_cli("compact", "--retention", "10d", "--dry-run", "--format", "json", root=ro_root, process=True)
     assert d.returncode == 0 and orjson.loads(d.stdout)["dropped"] >= 85
-    assert run_cli("check", root=ro_root).returncode == 0
-    assert run_cli("audit", "page", root=ro_root).returncode == 0
-    assert run_cli("audit", "tail", root=ro_root).returncode == 0
+    assert run_cli("check", root=ro_root, process=True).returncode == 0
+    assert run_cli("audit", "page", root=ro_root, process=True).returncode == 0
+    assert run_cli("audit", "tail", root=ro_root, process=True).returncode == 0
     assert _snapshot(ro_root) == before
 
 
@@ -173,6 +175,7 @@ APPENDER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.subprocess
 def test_compaction_racing_appenders_and_a_follower(tmp_path):
     r = tmp_path / "root"
     info = write_spread(r / "acme/big.jsonl", mb=8, days=40, end_ns=time.time_ns() - 60 * DAY, log_id="acme/big")
@@ -224,6 +227,7 @@ def test_compaction_racing_appenders_and_a_follower(tmp_path):
     assert {int(e["sequence"]) for e in seen if e["type"] != DROPPED} >= set(range(n_old + 1, total + 1))
 
 
+@pytest.mark.subprocess
 def test_second_compact_skips_or_waits(tmp_path, big):
     r = _fresh_root(tmp_path, big)
     from wardrik_cli.store.locking import try_lock

@@ -43,13 +43,13 @@ def test_exactly_once_between_read_back_and_follow(tmp_path_factory, before, aft
     """Writers race the start; whatever the timing, each log comes in order, once, with no gap, to its end."""
     root = tmp_path_factory.mktemp("r")
     ids = [f"h/l{i}" for i in range(len(before))]
-    for log_id, k in zip(ids, before):
+    for log_id, k in zip(ids, before, strict=False):
         for j in range(k):
             add(root, log_id, str(j))
     r = Root(root)
     start = {ids[0]: min(1, before[0])} if use_cursor else None
     f = follow.tail_items(r, follow.agent_logs_fn(r, ["h/*"]), after=start, n=n, follow=True)
-    final = {log_id: k for log_id, k in zip(ids, before)}
+    final = {log_id: k for log_id, k in zip(ids, before, strict=False)}
     out: list = []
     th = threading.Thread(target=lambda: out.extend(f), daemon=True)  # list.extend appends as it goes
     th.start()

@@ -11,11 +11,15 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import WARDRIK, run_cli  # noqa: E402
+from follow_util import Tailer, wait_registered  # noqa: E402
 
 from wardrik_cli import Log, Root, append, make_item  # noqa: E402
+
+pytestmark = pytest.mark.subprocess  # real followers: signals, blocked pipes, start-up
 
 
 def _fill(root: Path, n: int, name: str = "x" * 600) -> None:
@@ -31,9 +35,9 @@ def test_sigterm_ends_a_follower_whose_stdout_is_blocked(root):
                          stderr=subprocess.PIPE)
     os.close(w)
     try:
-        time.sleep(1.5)
+        wait_registered(root, p)  # following from the end: what is written next comes to it
         _fill(root, 400)  # ~250 KB: far more than a pipe holds
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # a generous ceiling
         while time.monotonic() < deadline:  # wait until it is really blocked in a write
             with open(f"/proc/{p.pid}/wchan") as f:
                 if "pipe" in f.read():
@@ -50,11 +54,26 @@ def test_sigterm_ends_a_follower_whose_stdout_is_blocked(root):
         os.close(r)
 
 
+def _catches(pid: int, sig: int) -> bool:
+    """Has process ``pid`` a handler for ``sig`` (its SigCgt mask in /proc/PID/status)?"""
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(line.split()[1] for line in f if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
 def test_signals_during_start_up_end_a_follow_cleanly(root):
-    for delay in (0.08, 0.15, 0.25):
+    """Ctrl-C or SIGTERM while the CLI is still being imported. Measured from the instant the
+    console script's entry point catches SIGTERM (its first statement: Python never catches
+    SIGTERM itself), not from the spawn: before that the interpreter itself is starting up,
+    which no Python program can guard, and how long that takes depends on the machine's load."""
+    for delay in (0.0, 0.05, 0.15):
         for sig in (signal.SIGINT, signal.SIGTERM):
             p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "-n", "0", "a/x"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 30
+            while not _catches(p.pid, signal.SIGTERM):
+                assert p.poll() is None and time.monotonic() < deadline, "the entry point never ran"
+                time.sleep(0.001)
             time.sleep(delay)
             p.send_signal(sig)
             _, err = p.communicate(timeout=15)
@@ -65,19 +84,21 @@ def test_log_recreated_under_a_follower_that_started_from_a_cursor(root):
     for _ in range(3):
         run_cli("append", "a/x", "trigger.fired", "--data", '{"trigger":{"name":"old"}}', root=root, check=True)
     cursor = run_cli("head", "a/x", root=root, check=True).stdout.decode().strip()
-    p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "--after", cursor, "a/x"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.5)
-    (root / "a" / "x.jsonl").unlink()
-    r = Root(root)
-    append(r, Log.agent(r, "a/x"), [make_item("trigger.fired", {"trigger": {"name": f"new{i}"}}) for i in range(5)],
-           deployment="local")
-    time.sleep(3)  # the follower notices within its 1 s rescan at worst; generous, not a latency bound
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=10)
-    names = [orjson.loads(l)["data"]["trigger"]["name"] for l in out.splitlines()]
-    assert names == [f"new{i}" for i in range(5)], (names, err)
-    assert b"recreated" in err
+    t = Tailer(root, "-f", "--after", cursor, "a/x")
+    try:
+        t.wait_registered()  # it follows the log it read to the cursor's end
+        (root / "a" / "x.jsonl").unlink()
+        r = Root(root)
+        append(r, Log.agent(r, "a/x"), [make_item("trigger.fired", {"trigger": {"name": f"new{i}"}})
+                                        for i in range(5)], deployment="local")
+        got = t.take(5)
+        got += t.nothing_more(0.5)  # and nothing after them (no repeat)
+    finally:
+        assert t.stop() == 0
+    got += t.nothing_more(0)  # everything it printed before SIGTERM (its output was read to the end)
+    names = [orjson.loads(l)["data"]["trigger"]["name"] for l in got]
+    assert names == [f"new{i}" for i in range(5)], (names, t.err)
+    assert b"recreated" in t.err
 
 
 def test_pretty_output_into_a_closed_pipe_is_a_normal_end(root):

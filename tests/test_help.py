@@ -2,7 +2,6 @@
 shell completion works, and errors suggest the fix."""
 from __future__ import annotations
 
-import os
 import re
 import shlex
 
@@ -128,16 +127,19 @@ def test_no_sentence_is_cut_by_hard_line_breaks():
     assert all(len(l.split()) > 1 for l in prose), prose
 
 
+@pytest.mark.subprocess
 def test_shell_completion(tmp_path):
+    """Completion is the executable's (its HOME, its _WARDRIK_COMPLETE): a real process."""
     env = {"SHELL": "/bin/bash", "HOME": str(tmp_path)}
-    p = run_cli("--show-completion", "bash", env=env)
+    p = run_cli("--show-completion", "bash", env=env, process=True)
     assert p.returncode == 0 and b"_WARDRIK_COMPLETE" in p.stdout and b"Traceback" not in p.stderr
-    p = run_cli("--install-completion", "bash", env=env)
+    p = run_cli("--install-completion", "bash", env=env, process=True)
     assert p.returncode == 0 and b"Traceback" not in p.stderr
     assert (tmp_path / ".bash_completions" / "wardrik.sh").exists()
     for words, cword, want in (("wardrik ta", "1", b"tail"), ("wardrik audit ", "2", b"record"),
                                ("wardrik tail --fo", "2", b"--follow"), ("wardrik --lo", "1", b"--local")):
-        p = run_cli(env={**env, "COMP_WORDS": words, "COMP_CWORD": cword, "_WARDRIK_COMPLETE": "complete_bash"})
+        p = run_cli(env={**env, "COMP_WORDS": words, "COMP_CWORD": cword, "_WARDRIK_COMPLETE": "complete_bash"},
+                    process=True)
         assert p.returncode == 0 and want in p.stdout.split(), (words, p.stdout)
 
 

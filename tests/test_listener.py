@@ -75,7 +75,12 @@ def test_no_saved_cursor_starts_at_what_is_written_next_and_returning_false_retr
     lis = Listener(Root(root), ["l/a"], handle, backoff=(0.05, 0.1))
 
     def writer():
-        time.sleep(0.5)
+        # once its start is fixed (its read-back took the log's end as its position), write the next event
+        deadline = time.monotonic() + LIVE_WAIT
+        while not (lis._follower is not None and "l/a" in lis._follower.positions):
+            if time.monotonic() > deadline:
+                return  # never started: run_until fails
+            time.sleep(0.02)
         add(root, "l/a", "new")
     threading.Thread(target=writer).start()
     run_until(lis, lambda: len(seen) >= 2)

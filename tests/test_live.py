@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import os
-import signal
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 
-from conftest import WARDRIK, run_cli
+from conftest import run_cli
 from follow_util import LIVE_WAIT, Tailer, add
 
 from wardrik_cli.follow import live
@@ -30,6 +29,7 @@ def test_no_follower_publish_touches_nothing(root):
     assert _tree(root) == []
 
 
+@pytest.mark.subprocess
 def test_1000_live_appends_with_no_follower_leave_no_state(root):
     add(root, "acme/a")
     before = {p: p.stat().st_size for p in root.rglob("*") if p.is_file()}
@@ -56,7 +56,7 @@ def test_subscription_round_trip_and_matching(root):
         assert live.publish(r, "acme/x", raw) == 1
         assert live.publish(r, "acme/x", b'{"type":"wardrik.tool_call.progress"}') == 0
         assert live.publish(r, "other", raw) == 0
-        time.sleep(0.05)
+        select.select([sub], [], [], LIVE_WAIT)  # a local datagram is queued when sent; this is a ceiling
         assert sub.receive() == [("acme/x", raw.rstrip(b"\n"))]
         live.notify_kept(r, "acme/x", [b"{}\n"])
         assert sub.receive() == [("acme/x", None)]  # the doorbell
@@ -65,6 +65,7 @@ def test_subscription_round_trip_and_matching(root):
     assert os.listdir(root / ".wardrik" / "live") == []
 
 
+@pytest.mark.subprocess
 def test_deep_root_beyond_the_socket_path_limit(tmp_path):
     deep = tmp_path
     while len(str(deep)) < 200:
@@ -75,7 +76,7 @@ def test_deep_root_beyond_the_socket_path_limit(tmp_path):
     sub = live.Subscription(r, ["*"])
     try:
         assert live.publish(r, "a", b'{"type":"wardrik.message.delta"}') == 1
-        time.sleep(0.05)
+        select.select([sub], [], [], LIVE_WAIT)
         assert sub.receive() == [("a", b'{"type":"wardrik.message.delta"}')]
     finally:
         sub.close()
@@ -105,6 +106,7 @@ def test_full_queue_never_blocks_the_sender(root):
         sub.close()
 
 
+@pytest.mark.subprocess
 def test_cleanup_stale_removes_only_dead_registrations(root):
     r = Root(root)
     alive = live.Subscription(r, ["a"])
@@ -133,6 +135,7 @@ def _ro_mount(src: Path, dst: Path) -> bool:
     return True
 
 
+@pytest.mark.subprocess
 def test_read_only_root_follow_creates_nothing(root, tmp_path):
     for i in range(3):
         add(root, "ro/a", str(i))

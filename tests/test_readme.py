@@ -42,15 +42,74 @@ def test_two_commands_section_is_unchanged():
     assert "pip install -q -e '.[test]' && .venv/bin/python -m pytest -q" in section
 
 
+def _section(title: str) -> str:
+    assert title in README, title
+    return README.split(title, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
 def test_python_example_runs(workdir):
     blocks = _blocks("python")
-    assert len(blocks) == 1 and len(blocks[0].strip().splitlines()) == 5
+    assert len(blocks) == 1 and len(blocks[0].strip().splitlines()) == 6
+    logs = lambda: {k: v for k, v in _tree(workdir / "sample_ledgers").items() if k.endswith(".jsonl")}  # noqa: E731
+    before = logs()
     p = subprocess.run([sys.executable, "-c", blocks[0]], cwd=workdir, capture_output=True, env=_env(workdir),
                        timeout=60)
     assert p.returncode == 0, p.stderr.decode()
     out = p.stdout.decode().splitlines()
     assert out[0] == "completed"
     assert "acme/billing fetch_payouts permission denied: role billing-ro lacks payouts:read" in out
+    assert "publish_live(" in blocks[0]
+    assert logs() == before  # the live event was stored in no log (the fold may leave a checkpoint)
+
+
+def test_python_api_section_names_the_api():
+    section = _section("### The Python API")
+    for name in ("fold(root, log_id, view)", "append_event", "publish_live", "message.delta", "Listener",
+                 "compact", "record_audit", "encode_cursor", "decode_cursor", "wardrik_cli.cli.app.run(argv, env)"):
+        assert name in section, name
+
+
+def test_in_process_run_example_works(workdir):
+    """The inline `run([...], {...})` example of the Python API section, as written."""
+    calls = re.findall(r"`(run\(\[.*?\], \{.*?\}\))`", _section("### The Python API"))
+    assert len(calls) == 1
+    code = f"import sys\nfrom wardrik_cli.cli.app import run\nsys.exit({calls[0]})\n"
+    p = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, env=_env(workdir),
+                       timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    lines = p.stdout.decode().splitlines()
+    assert len(lines) == 5 and all(line.startswith('{"specversion":"1.0"') for line in lines), lines
+
+
+def test_layout_section_names_every_layer():
+    assert README.index("## How the code is laid out") < README.index("## Performance")
+    section = _section("## How the code is laid out")
+    package = REPO / "wardrik_cli"
+    subpackages = sorted(str(p.parent.relative_to(package)) for p in package.rglob("__init__.py")
+                         if p.parent != package)
+    listed = re.findall(r"^- (.*?):", section, re.M)
+    assert listed == ["`errors.py`, `settings.py`", "`protocol/`", "`store/`", "`read/`", "`folding/`", "`follow/`",
+                      "`cli/`", "`cli/render/`"], listed  # lowest first, as the rule reads
+    assert sorted(x.strip("`/") for x in listed[1:]) == subpackages
+    assert "tests/test_layers.py" in section and (REPO / "tests" / "test_layers.py").exists()
+
+
+def test_module_paths_named_in_the_readme_exist():
+    """Every `wardrik_cli.x.y` the README names is a module, or a name in one."""
+    import importlib
+
+    named = set(re.findall(r"\bwardrik_cli(?:\.\w+)+", README))
+    assert named
+    for dotted in sorted(named):
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ModuleNotFoundError:
+                continue
+            for attr in parts[i:]:
+                assert hasattr(obj, attr), dotted
+            break
 
 
 def _shell_lines() -> list[str]:
@@ -71,7 +130,7 @@ SHELL = _shell_lines()
 def test_the_guide_has_shell_examples():
     assert len(SHELL) >= 15
     for cmd in ("tail", "page", "fold", "activity", "compact", "head", "audit record", "audit page", "check"):
-        assert any(re.search(rf"\bwardrik {cmd}\b", l) for l in SHELL), cmd
+        assert any(re.search(rf"\bwardrik {cmd}\b", line) for line in SHELL), cmd
 
 
 @pytest.mark.skipif(not shutil.which("jq"), reason="jq is not installed")

@@ -169,6 +169,7 @@ def test_colour_only_when_asked_or_on_a_terminal(tmp_path):
     assert ANSI.sub("", forced.stdout.decode()) .splitlines()[2:5] == never.stdout.decode().splitlines()[2:5]
 
 
+@pytest.mark.subprocess
 def test_no_color_is_honoured_on_a_terminal(tmp_path):
     """In a real pty: colour by default, none with NO_COLOR."""
     import pty

@@ -9,6 +9,8 @@ from tests.ledgergen import write_log
 from tests.procio import run_with_io
 from wardrik_cli.protocol.cursor import encode_cursor
 
+pytestmark = pytest.mark.subprocess  # /proc/<pid>/io of a real process
+
 N_BIG = 110_000  # about 50 MB at ~470 bytes an event
 
 

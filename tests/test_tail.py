@@ -11,7 +11,7 @@ import time
 import orjson
 import pytest
 
-from conftest import WARDRIK, jsonl, run_cli
+from conftest import WARDRIK, jsonl
 from follow_util import LIVE_WAIT, Tailer, add, compact, seqs
 
 from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
@@ -36,6 +36,7 @@ def test_last_n_across_logs_oldest_first(root, cli):
     assert evs == page[-3:]
 
 
+@pytest.mark.subprocess
 def test_last_n_reads_backwards_not_whole_files(root):
     big = root / "big.jsonl"
     line = orjson.loads(orjson.dumps(add(root, "big", "x")))
@@ -83,6 +84,7 @@ def test_cursor_for_other_patterns_logs_is_carried_and_matched_logs_start_over(r
 
 
 @pytest.mark.parametrize("content,what", [(b"", b"empty"), (b"garbage!!", b"not base64"), (b"\xff\xfe", b"not UTF-8")])
+@pytest.mark.subprocess
 def test_bad_cursor_file_is_refused(root, cli, tmp_path, content, what):
     add(root, "acme/a")
     cf = tmp_path / "c"
@@ -95,6 +97,7 @@ def test_bad_cursor_file_is_refused(root, cli, tmp_path, content, what):
     assert cf.read_bytes() == content
 
 
+@pytest.mark.subprocess
 def test_unreadable_cursor_file_is_refused(root, cli, tmp_path):
     add(root, "acme/a")
     cf = tmp_path / "c"
@@ -109,6 +112,7 @@ def test_literal_missing_log_is_an_error_without_follow(root, cli):
     assert p.returncode == 2 and p.stderr.startswith(b"error: no log")
 
 
+@pytest.mark.subprocess
 def test_json_with_follow_is_refused(root, cli):
     add(root, "a")
     p = cli("tail", "a", "-f", "--format", "json")
@@ -118,6 +122,7 @@ def test_json_with_follow_is_refused(root, cli):
 # ---------------------------------------------------------------------------------------------
 # following
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.subprocess
 def test_follow_shows_new_events_new_logs_and_literal_logs_from_creation(root, cli):
     add(root, "acme/a", "old1")
     add(root, "acme/a", "old2")
@@ -140,6 +145,7 @@ def test_follow_shows_new_events_new_logs_and_literal_logs_from_creation(root, c
     _no_traceback(t.err)
 
 
+@pytest.mark.subprocess
 def test_n0_starts_at_what_is_written_next(root):
     add(root, "a", "before")
     t = Tailer(root, "a", "-n", "0", "-f")
@@ -153,6 +159,7 @@ def test_n0_starts_at_what_is_written_next(root):
         t.stop()
 
 
+@pytest.mark.subprocess
 def test_no_event_missed_or_repeated_between_read_back_and_follow(root, tmp_path):
     """A writer appends all along while followers start with every kind of start."""
     add(root, "w/a")
@@ -188,6 +195,7 @@ def test_no_event_missed_or_repeated_between_read_back_and_follow(root, tmp_path
             assert t.stop() == 0
 
 
+@pytest.mark.subprocess
 def test_cursor_file_resume_after_sigterm_and_sigint_no_gap_no_repeat(root, tmp_path):
     cf = tmp_path / "cursor"
     for i in range(3):
@@ -210,6 +218,7 @@ def test_cursor_file_resume_after_sigterm_and_sigint_no_gap_no_repeat(root, tmp_
     assert seen == list(range(1, 16))
 
 
+@pytest.mark.subprocess
 def test_types_filter_kept_and_live_and_dropped_always_passes(root, cli):
     for i in range(3):
         add(root, "f/a", f"{i}")
@@ -237,6 +246,7 @@ def test_types_filter_kept_and_live_and_dropped_always_passes(root, cli):
         t.stop()
 
 
+@pytest.mark.subprocess
 def test_live_events_reach_every_follower_and_are_never_stored(root, cli):
     add(root, "l/a")
     before = (root / "l" / "a.jsonl").read_bytes()
@@ -257,6 +267,7 @@ def test_live_events_reach_every_follower_and_are_never_stored(root, cli):
     assert os.listdir(root / ".wardrik" / "live") == []
 
 
+@pytest.mark.subprocess
 def test_torn_tail_waited_for_then_shown_once(root, cli):
     add(root, "t/a")
     t = Tailer(root, "t/a", "-f", "-n", "1")
@@ -280,6 +291,7 @@ def test_torn_tail_waited_for_then_shown_once(root, cli):
         assert t.stop() == 0
 
 
+@pytest.mark.subprocess
 def test_torn_tail_cut_by_next_append(root, cli):
     add(root, "t/a")
     t = Tailer(root, "t/a", "-f", "-n", "0")
@@ -295,6 +307,7 @@ def test_torn_tail_cut_by_next_append(root, cli):
         t.stop()
 
 
+@pytest.mark.subprocess
 def test_compaction_while_following_continues_by_sequence(root):
     for i in range(10):
         add(root, "c/a", f"{i}")
@@ -314,6 +327,7 @@ def test_compaction_while_following_continues_by_sequence(root):
     assert t.nothing_more(0.1) == []
 
 
+@pytest.mark.subprocess
 def test_compaction_past_a_follower_gives_one_dropped_notice(root, tmp_path):
     for i in range(5):
         add(root, "c/a", f"{i}")
@@ -324,11 +338,11 @@ def test_compaction_past_a_follower_gives_one_dropped_notice(root, tmp_path):
     try:
         assert seqs(t.events(3)) == [3, 4, 5]
         t.wait_registered()
-        t.proc.send_signal(signal.SIGSTOP)
+        t.pause()  # stopped for sure before anything is written: it cannot see 6 and 7 come and go
         for i in range(5):
             add(root, "c/a", f"{i}")  # 6..10
         compact(root, "c/a", 8)  # drops 6 and 7, which the follower had not seen
-        t.proc.send_signal(signal.SIGCONT)
+        t.resume()
         evs = t.events(4)
         assert evs[0]["type"] == "wardrik.events.dropped" and evs[0]["data"] == {"log": "c/a", "count": 2}
         assert seqs(evs[1:]) == [8, 9, 10]
@@ -338,6 +352,7 @@ def test_compaction_past_a_follower_gives_one_dropped_notice(root, tmp_path):
     assert decode_cursor(cf.read_text()) == {"c/a": 10}
 
 
+@pytest.mark.subprocess
 def test_deleted_and_recreated_log_is_read_again_from_its_start(root):
     for i in range(3):
         add(root, "d/a", f"old{i}")
@@ -346,18 +361,19 @@ def test_deleted_and_recreated_log_is_read_again_from_its_start(root):
         t.events(1)
         t.wait_registered()
         (root / "d" / "a.jsonl").unlink()
-        deadline = time.monotonic() + LIVE_WAIT
-        while b"deleted" not in t.err and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert t.wait_err(b"deleted"), t.err  # it saw the log missing before it was written again
         add(root, "d/a", "new1")
         add(root, "d/a", "new2")
         evs = t.events(2)
         assert [e["data"]["trigger"]["name"] for e in evs] == ["new1", "new2"] and seqs(evs) == [1, 2]
-        assert b"warning:" in t.err and b"recreated" in t.err
+        # the warning comes before the events, but stderr is read by a thread of its own
+        assert t.wait_err(b"recreated"), t.err
+        assert b"warning:" in t.err
     finally:
         assert t.stop() == 0
 
 
+@pytest.mark.subprocess
 def test_recreated_quickly_is_noticed_by_content(root):
     for i in range(3):
         add(root, "d/a", f"old{i}")
@@ -365,14 +381,14 @@ def test_recreated_quickly_is_noticed_by_content(root):
     try:
         t.events(1)
         t.wait_registered()
-        t.proc.send_signal(signal.SIGSTOP)  # it cannot see the file missing
+        t.pause()  # it cannot see the file missing
         (root / "d" / "a.jsonl").unlink()
         for i in range(4):
             add(root, "d/a", f"new{i}")
-        t.proc.send_signal(signal.SIGCONT)
+        t.resume()
         evs = t.events(4)
         assert [e["data"]["trigger"]["name"] for e in evs] == [f"new{i}" for i in range(4)]
-        assert b"recreated" in t.err
+        assert t.wait_err(b"recreated"), t.err
     finally:
         t.proc.send_signal(signal.SIGCONT)
         t.stop()
@@ -381,6 +397,7 @@ def test_recreated_quickly_is_noticed_by_content(root):
 # ---------------------------------------------------------------------------------------------
 # clean ends and faults
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.subprocess
 def test_closed_pipe_noticed_while_idle(root):
     for i in range(5):
         add(root, "p/a", f"{i}")
@@ -394,6 +411,7 @@ def test_closed_pipe_noticed_while_idle(root):
     assert b"Traceback" not in tail.stderr.read()
 
 
+@pytest.mark.subprocess
 def test_sigint_and_sigterm_while_idle_exit_0(root):
     add(root, "s/a")
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -406,6 +424,7 @@ def test_sigint_and_sigterm_while_idle_exit_0(root):
     assert os.listdir(root / ".wardrik" / "live") == []
 
 
+@pytest.mark.subprocess
 def test_blocked_follower_does_not_block_appenders(root, cli):
     add(root, "b/a")
     # a follower whose stdout is a pipe nobody reads
@@ -430,6 +449,7 @@ def test_blocked_follower_does_not_block_appenders(root, cli):
         t.kill()
 
 
+@pytest.mark.subprocess
 def test_kill_9_follower_leaves_nothing_that_breaks_appenders(root, cli):
     add(root, "k/a")
     t = Tailer(root, "k/a", "-f")
@@ -450,6 +470,7 @@ def test_kill_9_follower_leaves_nothing_that_breaks_appenders(root, cli):
     assert os.listdir(live_dir) == []
 
 
+@pytest.mark.subprocess
 def test_exec_listener_at_least_once_with_retry(root, tmp_path):
     for i in range(3):
         add(root, "e/a", f"{i}")

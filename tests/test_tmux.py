@@ -20,7 +20,7 @@ from conftest import WARDRIK, run_cli
 
 TMUX = shutil.which("tmux") or "/usr/bin/tmux"
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_ledgers"
-pytestmark = pytest.mark.skipif(not os.path.exists(TMUX), reason="tmux is not installed")
+pytestmark = [pytest.mark.skipif(not os.path.exists(TMUX), reason="tmux is not installed"), pytest.mark.subprocess]
 
 
 class Term:
@@ -46,7 +46,7 @@ class Term:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "t")
 
-    def wait_for(self, pattern: str, timeout: float = 10.0) -> str:
+    def wait_for(self, pattern: str, timeout: float = 30.0) -> str:  # a generous ceiling, never a latency bound
         deadline = time.monotonic() + timeout
         while True:
             s = self.screen()

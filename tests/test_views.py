@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from foldhelp import SEED_FIXTURE, TRACE, run_events, write
-from wardrik_cli.fold.views import StateView, TimelineView, load
+from wardrik_cli.folding.views import StateView, TimelineView, load
 from wardrik_cli.errors import BadView
 
 
@@ -221,6 +221,8 @@ VIEWS_PY = textwrap.dedent('''
 ''')
 
 
+# A custom view is the user's module, found on the fold process's PYTHONPATH (and imported
+# once per process): these tests run the executable.
 @pytest.fixture
 def views_dir(tmp_path):
     d = tmp_path / "viewsmod"
@@ -230,9 +232,10 @@ def views_dir(tmp_path):
     return d
 
 
+@pytest.mark.subprocess
 def test_custom_view(root, cli, views_dir):
     write(root, "acme/t", run_events(2))
-    p = cli("fold", "acme/t", "--view", "myviews:Counter", "-F", "json", env={"PYTHONPATH": str(views_dir)})
+    p = cli("fold", "acme/t", "--view", "myviews:Counter", "-F", "json", env={"PYTHONPATH": str(views_dir)}, process=True)
     assert p.returncode == 0, p.stderr
     out = orjson.loads(p.stdout)
     assert out["view"] == "myviews:Counter"
@@ -240,9 +243,10 @@ def test_custom_view(root, cli, views_dir):
     assert out["through"] == len(run_events(2))
 
 
+@pytest.mark.subprocess
 def test_custom_view_that_raises_names_view_and_sequence(root, cli, views_dir):
     write(root, "acme/t", run_events(2))
-    p = cli("fold", "acme/t", "--view", "myviews:Boom", env={"PYTHONPATH": str(views_dir)})
+    p = cli("fold", "acme/t", "--view", "myviews:Boom", env={"PYTHONPATH": str(views_dir)}, process=True)
     assert p.returncode == 1
     err = p.stderr.decode()
     assert err.startswith("error: ") and err.count("\n") == 1
@@ -250,6 +254,7 @@ def test_custom_view_that_raises_names_view_and_sequence(root, cli, views_dir):
     assert b"Traceback" not in p.stderr and p.stdout == b""
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("spec,words", [
     ("nosuchmodule:View", "no module named 'nosuchmodule'"),
     ("myviews:Missing", "has no 'Missing'"),
@@ -260,7 +265,7 @@ def test_custom_view_that_raises_names_view_and_sequence(root, cli, views_dir):
 ])
 def test_bad_view_names(root, cli, views_dir, spec, words):
     write(root, "acme/t", run_events(1))
-    p = cli("fold", "acme/t", "--view", spec, env={"PYTHONPATH": str(views_dir)})
+    p = cli("fold", "acme/t", "--view", spec, env={"PYTHONPATH": str(views_dir)}, process=True)
     assert p.returncode == 2
     err = p.stderr.decode()
     assert err.startswith("error: ") and words in err and "Traceback" not in err
@@ -284,38 +289,41 @@ def _view_error(p, *words) -> str:
 
 
 @pytest.mark.parametrize("fmt", ["json", "pretty"])
+@pytest.mark.subprocess
 def test_custom_view_failing_in_initial_or_finish_is_one_error_line(root, cli, views_dir, tmp_path, fmt):
     write(root, "acme/t", run_events(1))
     env = {"PYTHONPATH": str(views_dir)}
-    _view_error(cli("fold", "acme/t", "--view", "myviews:InitBoom", "-F", fmt, env=env),
+    _view_error(cli("fold", "acme/t", "--view", "myviews:InitBoom", "-F", fmt, env=env, process=True),
                 "myviews:InitBoom", "initial()", "RuntimeError: nope", "acme/t")
-    _view_error(cli("fold", "acme/t", "--view", "myviews:FinishBoom", "-F", fmt, env=env),
+    _view_error(cli("fold", "acme/t", "--view", "myviews:FinishBoom", "-F", fmt, env=env, process=True),
                 "myviews:FinishBoom", "finish()", f"sequence {len(run_events(1))}", "KeyError")
     # seed 000's format takes its own path through the fold: the same there
-    _view_error(cli("fold", str(SEED_FIXTURE), "--view", "myviews:InitBoom", "-F", fmt, env=env),
+    _view_error(cli("fold", str(SEED_FIXTURE), "--view", "myviews:InitBoom", "-F", fmt, env=env, process=True),
                 "myviews:InitBoom", "initial()", "RuntimeError: nope")
 
 
+@pytest.mark.subprocess
 def test_custom_view_failing_in_render_is_one_error_line(root, cli, views_dir):
     n = len(run_events(1))
     write(root, "acme/t", run_events(1))
     env = {"PYTHONPATH": str(views_dir)}
-    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "pretty", env=env),
+    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "pretty", env=env, process=True),
                 "myviews:RenderBoom", "render()", f"sequence {n}", "ZeroDivisionError: render broke")
-    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderJunk", "-F", "pretty", env=env),
+    _view_error(cli("fold", "acme/t", "--view", "myviews:RenderJunk", "-F", "pretty", env=env, process=True),
                 "myviews:RenderJunk", "render()", "not something Rich can print")
     # the state itself is fine: json does not call render
-    p = cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "json", env=env)
+    p = cli("fold", "acme/t", "--view", "myviews:RenderBoom", "-F", "json", env=env, process=True)
     assert p.returncode == 0 and orjson.loads(p.stdout)["state"] == n
 
 
+@pytest.mark.subprocess
 def test_state_json_cannot_hold_is_one_error_line(root, cli, views_dir):
     write(root, "acme/t", run_events(1))
     env = {"PYTHONPATH": str(views_dir)}
     for fmt in ("json", "jsonl"):
-        _view_error(cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", fmt, env=env),
+        _view_error(cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", fmt, env=env, process=True),
                     "myviews:IntKeys", "JSON", f"sequence {len(run_events(1))}")
     # pretty prints it (Rich can), and no checkpoint was saved for a state JSON cannot hold
-    p = cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", "pretty", env=env)
+    p = cli("fold", "acme/t", "--view", "myviews:IntKeys", "-F", "pretty", env=env, process=True)
     assert p.returncode == 0 and b"run.started" in p.stdout
     assert not (root / ".wardrik" / "checkpoints" / "acme" / "t@myviews+IntKeys.json").exists()

@@ -11,7 +11,7 @@ is a thin shell over what is exported here::
 
 Layers, lowest first (a layer imports only those below it): ``protocol`` (types,
 envelope, names, cursors, times), ``store`` (the files: layout, lines, logs, appends,
-locks, audit, check, retention), ``read`` (the merge across logs), ``fold`` (views,
+locks, audit, check, retention), ``read`` (the merge across logs), ``folding`` (views,
 checkpoints, activity), ``follow`` (followers, wake-ups, the live channel, listeners),
 then ``cli``. ``errors`` sits under them all.
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the same names, seen statically by type checkers and editor
         BadCursor, BadEvent, BadInput, BadLogId, BadPattern, CorruptLedger, ExitCode, Failure, LockTimeout, NoSuchLog,
         NoSuchRoot, WardrikError, WriteFailed,
     )
-    from wardrik_cli.fold.engine import FoldResult, fold
+    from wardrik_cli.folding.engine import FoldResult, fold
     from wardrik_cli.follow.listener import Listener
     from wardrik_cli.follow.follower import stream, tail_items
     from wardrik_cli.follow.publish import append_event, publish_live
@@ -51,7 +51,7 @@ _DEFINED_IN = {
     'ExitCode': 'wardrik_cli.errors',
     'Failure': 'wardrik_cli.errors',
     'Filters': 'wardrik_cli.read.reader',
-    'FoldResult': 'wardrik_cli.fold.engine',
+    'FoldResult': 'wardrik_cli.folding.engine',
     'Item': 'wardrik_cli.read.reader',
     'Listener': 'wardrik_cli.follow.listener',
     'LockTimeout': 'wardrik_cli.errors',
@@ -67,7 +67,7 @@ _DEFINED_IN = {
     'compact': 'wardrik_cli.store.retention',
     'decode_cursor': 'wardrik_cli.protocol.cursor',
     'encode_cursor': 'wardrik_cli.protocol.cursor',
-    'fold': 'wardrik_cli.fold.engine',
+    'fold': 'wardrik_cli.folding.engine',
     'head': 'wardrik_cli.read.reader',
     'make_item': 'wardrik_cli.store.append',
     'publish_live': 'wardrik_cli.follow.publish',

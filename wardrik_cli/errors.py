@@ -81,6 +81,10 @@ class CorruptLedger(Failure):
         super().__init__(f"{where}: {what}")
 
 
+class NotRegular(Failure):
+    """A log's path is a symlink, FIFO, socket, device or directory: never followed, read or waited on."""
+
+
 class LockTimeout(Failure):
     pass
 
@@ -88,7 +92,7 @@ class LockTimeout(Failure):
 class WriteFailed(Failure):
     """A write or fsync failed part-way; ``written`` whole events are on disk, in sequence."""
 
-    def __init__(self, message: str, written: int = 0, events: list | None = None):
+    def __init__(self, message: str, written: int = 0, events: list[bytes] | None = None):
         super().__init__(message)
         self.written = written
         self.events = events or []

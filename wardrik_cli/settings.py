@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import overload
 
 from wardrik_cli.errors import BadInput
 
@@ -31,15 +32,15 @@ class Settings:
 
     __slots__ = ("root", "deployment", "lock_timeout", "poll_s", "watch_step_ms", "traceback")
 
-    def __init__(self, *, root: Optional[str] = None, deployment: Optional[str] = None,
-                 lock_timeout: float = 30.0, poll_s: Optional[float] = None, watch_step_ms: int = 20,
+    def __init__(self, *, root: str | None = None, deployment: str | None = None,
+                 lock_timeout: float = 30.0, poll_s: float | None = None, watch_step_ms: int = 20,
                  traceback: bool = False):
         self.root, self.deployment = root, deployment
         self.lock_timeout, self.poll_s, self.watch_step_ms = lock_timeout, poll_s, watch_step_ms
         self.traceback = traceback
 
     @classmethod
-    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         e = os.environ if env is None else env
         return cls(
             root=e.get("WARDRIK_ROOT") or None,
@@ -51,7 +52,11 @@ class Settings:
         )
 
 
-def _seconds(env: Mapping[str, str], name: str, default: Optional[float]) -> Optional[float]:
+@overload
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float: ...
+@overload
+def _seconds(env: Mapping[str, str], name: str, default: None) -> float | None: ...
+def _seconds(env: Mapping[str, str], name: str, default: float | None) -> float | None:
     text = env.get(name)
     if text is None or text == "":
         return default

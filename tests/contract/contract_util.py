@@ -1,9 +1,16 @@
-"""Helpers for the black-box contract tests: they only run the `wardrik` executable and look at
-bytes on disk, never at the implementation (the contract in CONTRACT.md decides what is right)."""
+"""Helpers for the black-box contract tests: they only run the `wardrik` command line and look at
+bytes on disk, never at the implementation (the contract in CONTRACT.md decides what is right).
+
+``run`` runs the command line in this process by default, through its public entry
+``wardrik_cli.cli.app.run(argv, env, stdin=, stdout=, stderr=)``: the same argv, environment
+and bytes in and out as the executable, without a Python start-up per call. A call with
+``cwd=``, a follow (``-f``, ``--watch``) or ``process=True`` launches the real executable.
+``WARDRIK_TESTS_IN_PROCESS=0`` in the environment makes every call a process."""
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import os
 import re
@@ -59,12 +66,17 @@ REQUIRED = {
 }
 
 
-def run(*args, root: Path | None = None, input: bytes | str | None = None,
-        env: dict | None = None, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    cmd = [WARDRIK]
-    if root is not None:
-        cmd += ["--root", str(root)]
-    cmd += [str(a) for a in args]
+FOLLOW_FLAGS = frozenset({"-f", "--follow", "-w", "--watch"})  # followers run until signalled: a process
+IN_PROCESS = os.environ.get("WARDRIK_TESTS_IN_PROCESS", "1") != "0"
+
+
+def run(*args, root: Path | None = None, input: bytes | str | None = None, env: dict | None = None,
+        cwd: Path | None = None, timeout: float = 60, process: bool = False) -> subprocess.CompletedProcess:
+    """`wardrik [--root ROOT] ARGS...` with the environment less WARDRIK_ROOT/WARDRIK_DEPLOYMENT,
+    NO_COLOR=1, then ``env``. In this process unless ``cwd``, a follow or ``process`` asks for
+    the executable (``timeout`` bounds a process only). Returns a CompletedProcess (bytes)."""
+    argv = (["--root", str(root)] if root is not None else []) + [str(a) for a in args]
+    cmd = [WARDRIK, *argv]
     full_env = dict(os.environ)
     full_env.pop("WARDRIK_ROOT", None)
     full_env.pop("WARDRIK_DEPLOYMENT", None)
@@ -73,7 +85,13 @@ def run(*args, root: Path | None = None, input: bytes | str | None = None,
         full_env.update(env)
     if isinstance(input, str):
         input = input.encode()
-    return subprocess.run(cmd, input=input, capture_output=True, env=full_env, cwd=cwd, timeout=timeout)
+    if process or cwd is not None or not IN_PROCESS or any(a in FOLLOW_FLAGS for a in argv):
+        return subprocess.run(cmd, input=input, capture_output=True, env=full_env, cwd=cwd, timeout=timeout)
+    from wardrik_cli.cli.app import run as run_argv
+
+    out, err = io.BytesIO(), io.BytesIO()
+    code = run_argv(argv, full_env, stdin=io.BytesIO(input or b""), stdout=out, stderr=err)
+    return subprocess.CompletedProcess(cmd, code, out.getvalue(), err.getvalue())
 
 
 def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -162,7 +180,7 @@ def snapshot(root: Path) -> dict:
     snap = {}
     if not root.exists():
         return snap
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         snap[rel + "/"] = None
         for f in filenames:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
@@ -18,7 +18,7 @@ def test_first_append_creates_folders_and_file(root):
 
 
 def test_stored_attributes(root):
-    before = datetime.now(timezone.utc) - timedelta(minutes=5)
+    before = datetime.now(UTC) - timedelta(minutes=5)
     ev = append(root, "acme/triage", "run.started", {"task": "triage"})
     assert ev["specversion"] == "1.0"
     assert UUID7.match(ev["id"]), ev["id"]
@@ -26,8 +26,8 @@ def test_stored_attributes(root):
     assert ev["source"] == "wardrik://local/agents/acme/triage"
     assert ev["subject"] == "agents/acme/triage"
     assert TIME.match(ev["time"]), ev["time"]
-    t = datetime.strptime(ev["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    assert before <= t <= datetime.now(timezone.utc) + timedelta(minutes=5)
+    t = datetime.strptime(ev["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    assert before <= t <= datetime.now(UTC) + timedelta(minutes=5)
     assert ev["sequence"] == "000000000001"
     assert TRACEPARENT.match(ev["traceparent"]), ev["traceparent"]
     assert ev["data"]["task"] == "triage"

@@ -137,6 +137,7 @@ def test_every_kept_type_in_a_batch(root, type_):
     assert ev["type"] == "wardrik." + type_
 
 
+@pytest.mark.subprocess
 def test_failed_write_keeps_whole_events_and_says_how_many(root):
     import resource
     import subprocess

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from contract_util import jsonl, log_path, run, seqs
 
 
@@ -18,6 +20,8 @@ def worker(root, w: int, n: int) -> list[bytes]:
 
 
 def test_eight_processes_25_each(root):
+    # 200 appends from 8 threads through the command line in this process (each its own lock
+    # file descriptor); test_eight_batches_at_once below is 8 real processes.
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda w: worker(root, w, 25), range(8)))
     raw = log_path(root, "shared/log").read_bytes()
@@ -32,11 +36,13 @@ def test_eight_processes_25_each(root):
     assert times == sorted(times)
 
 
+@pytest.mark.subprocess
 def test_eight_batches_at_once(root):
+    """Eight real `wardrik` processes at once: the lock holds across processes."""
     def one(w):
         body = "".join(json.dumps({"type": "message.received", "data": {"message": {"id": f"w{w}-{i}"}}}) + "\n"
                        for i in range(25))
-        p = run("append", "shared/log", "--batch", "-", input=body, root=root, timeout=120)
+        p = run("append", "shared/log", "--batch", "-", input=body, root=root, timeout=120, process=True)
         assert p.returncode == 0, p.stderr
         return p.stdout
 

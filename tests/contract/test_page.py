@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, UTC
 from pathlib import Path
 
 import pytest
@@ -157,7 +157,7 @@ def test_since_without_offset_is_utc(root, mixed):
 
 
 def test_since_with_offset(root, mixed):
-    t = datetime.strptime(mixed[3]["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    t = datetime.strptime(mixed[3]["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     local = t.astimezone(timezone(timedelta(hours=2))).isoformat()
     assert local.endswith("+02:00")
     assert page_json(root, "r", "--since", local)["events"] == mixed[3:]
@@ -364,7 +364,7 @@ def test_missing_root_is_an_error(tmp_path):
 def set_times(root, log, times):
     f = log_path(root, log)
     evs = [json.loads(l) for l in f.read_bytes().splitlines()]
-    for e, t in zip(evs, times):
+    for e, t in zip(evs, times, strict=False):
         e["time"] = t
     f.write_bytes(b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in evs))
     return evs

@@ -13,6 +13,7 @@ def test_root_option_creates_missing_root_on_append(tmp_path):
     assert (r / "a" / "b.jsonl").is_file()
 
 
+@pytest.mark.subprocess
 def test_env_root(tmp_path, root):
     env = {"WARDRIK_ROOT": str(root)}
     p = ok(run("append", "x", "run.started", "--data", "{}", env=env, cwd=tmp_path))
@@ -27,12 +28,14 @@ def test_root_option_beats_env(tmp_path, root):
     assert (root / "x.jsonl").exists() and not (other / "x.jsonl").exists()
 
 
+@pytest.mark.subprocess
 def test_cwd_is_default_root(root):
     p = ok(run("append", "x", "run.started", "--data", "{}", cwd=root))
     assert (root / "x.jsonl").read_bytes() == p.stdout
     assert ok(run("head", "x", cwd=root)).stdout.strip() == b"eyJ4IjoxfQ"
 
 
+@pytest.mark.subprocess
 def test_env_root_missing_for_reader(tmp_path):
     missing = tmp_path / "nope"
     p = run("page", "*", env={"WARDRIK_ROOT": str(missing)}, cwd=tmp_path)
@@ -40,6 +43,7 @@ def test_env_root_missing_for_reader(tmp_path):
     assert not missing.exists()
 
 
+@pytest.mark.subprocess
 def test_env_root_missing_created_by_append(tmp_path):
     missing = tmp_path / "nope"
     ok(run("append", "x", "run.started", "--data", "{}", env={"WARDRIK_ROOT": str(missing)}, cwd=tmp_path))

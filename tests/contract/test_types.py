@@ -58,11 +58,13 @@ def test_required_fields_listed(types_json, type_):
         assert field in entry, f"{type_}: required {field} not in {entry}"
 
 
+@pytest.mark.subprocess
 def test_default_format_off_terminal_is_json(tmp_path):
     p = ok(run("types", cwd=tmp_path))
     json.loads(p.stdout)
 
 
+@pytest.mark.subprocess
 def test_pretty(tmp_path):
     p = ok(run("types", "--format", "pretty", cwd=tmp_path, env={"COLUMNS": "250"}))
     text = p.stdout.decode()

@@ -16,8 +16,10 @@ import contextvars
 import inspect
 import os
 import sys
+import threading
+from collections.abc import Mapping, Sequence
 from importlib import import_module
-from typing import IO, Any, Mapping, Optional, Sequence
+from typing import IO, Any
 
 import typer
 from typer.core import TyperGroup
@@ -28,7 +30,9 @@ from wardrik_cli.errors import ExitCode, WardrikError
 HELP = """\
 Tail, grep, fold and prune the event ledgers AI agents leave behind.
 
-Each agent writes one append-only JSONL log of CloudEvents under a root directory (--root, else $WARDRIK_ROOT, else the current directory); log acme/triage is the file ROOT/acme/triage.jsonl. Output is pretty on a terminal and JSON Lines in a pipe (--format changes it).
+Each agent writes one append-only JSONL log of CloudEvents under a root directory (--root, else $WARDRIK_ROOT, \
+else the current directory); log acme/triage is the file ROOT/acme/triage.jsonl. Output is pretty on a terminal \
+and JSON Lines in a pipe (--format changes it).
 
 Examples:
 
@@ -73,15 +77,17 @@ def _color_callback(value: str) -> str:
 
 @app.callback()
 def _top(
-    root: Optional[str] = typer.Option(None, "--root", metavar="DIR",
-                                       help="Root directory of the logs (default: $WARDRIK_ROOT, else .)"),
-    deployment: Optional[str] = typer.Option(None, "--deployment", metavar="NAME",
-                                             help="Deployment name for new events (default: $WARDRIK_DEPLOYMENT, "
-                                                  "else .wardrik/config.toml, else local)"),
+    root: str | None = typer.Option(None, "--root", metavar="DIR",
+                                    help="Root directory of the logs (default: $WARDRIK_ROOT, else .)"),
+    deployment: str | None = typer.Option(None, "--deployment", metavar="NAME",
+                                          help="Deployment name for new events (default: $WARDRIK_DEPLOYMENT, "
+                                               "else .wardrik/config.toml, else local)"),
     color: str = typer.Option("auto", "--color", metavar="WHEN", callback=_color_callback,
-                              help="Colour in pretty output: auto (on a terminal, unless NO_COLOR is set), always or never."),
+                              help="Colour in pretty output: auto (on a terminal, unless NO_COLOR is set), "
+                                   "always or never."),
     local: bool = typer.Option(False, "--local", help="Show times in local time instead of UTC (pretty output)."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Pretty output: show each event's data as highlighted JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Pretty output: show each event's data as highlighted JSON."),
 ) -> None:
     inv = current()
     inv.root_arg, inv.deployment_arg = root, deployment
@@ -97,7 +103,7 @@ def _top(
 _GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--root", "--deployment", "--color"})
 
 
-def _subcommand(argv: Sequence[str]) -> Optional[str]:
+def _subcommand(argv: Sequence[str]) -> str | None:
     skip = False
     for arg in argv:
         if skip:
@@ -121,7 +127,7 @@ def load_commands(argv: Sequence[str] = (), *, everything: bool = False) -> None
     _reflow_help(app)
 
 
-def _unwrap(text: Optional[str]) -> Optional[str]:
+def _unwrap(text: str | None) -> str | None:
     """Help prose reflows to the terminal: a paragraph's line breaks are dropped, examples kept.
 
     Typer's rich help keeps a docstring's hard line breaks after its first paragraph, which
@@ -135,9 +141,9 @@ def _unwrap(text: Optional[str]) -> Optional[str]:
 
 
 def _reflow_help(typer_app: typer.Typer) -> None:
-    typer_app.info.help = _unwrap(typer_app.info.help)  # type: ignore[arg-type]
+    typer_app.info.help = _unwrap(typer_app.info.help)
     for info in typer_app.registered_commands:
-        info.help = _unwrap(info.help or (info.callback.__doc__ if info.callback else None))  # type: ignore[arg-type]
+        info.help = _unwrap(info.help or (info.callback.__doc__ if info.callback else None))
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             _reflow_help(group.typer_instance)
@@ -146,8 +152,8 @@ def _reflow_help(typer_app: typer.Typer) -> None:
 # ---------------------------------------------------------------------------
 # run: the one place errors become messages and exit codes
 # ---------------------------------------------------------------------------
-def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None, *, stdin: Optional[IO[Any]] = None,
-        stdout: Optional[IO[Any]] = None, stderr: Optional[IO[Any]] = None) -> int:
+def run(argv: Sequence[str], env: Mapping[str, str] | None = None, *, stdin: IO[Any] | None = None,
+        stdout: IO[Any] | None = None, stderr: IO[Any] | None = None) -> int:
     """Run one command line; return its exit code. ``env`` defaults to ``os.environ`` and
     the streams (binary, or text with a ``buffer``) to the process's own."""
     from wardrik_cli.cli.entry import FOLLOW_FLAGS
@@ -172,6 +178,10 @@ def _run(argv: list[str], inv: Invocation) -> int:
         code = _invoke(argv, inv)
     except Exit as e:
         code = e.exit_code
+    except SystemExit as e:  # Typer's own options (--show-completion) call sys.exit: an exit code, not the caller's end
+        code = e.code if isinstance(e.code, int) else ExitCode.OK if e.code is None else ExitCode.FAILURE
+        if isinstance(e.code, str):
+            inv.message(e.code)
     except NoArgsIsHelpError as e:
         inv.out_text.write(e.format_message() + "\n")
         code = ExitCode.OK
@@ -213,25 +223,69 @@ def _run(argv: list[str], inv: Invocation) -> int:
     return int(code)
 
 
+_HELP_FLAGS = frozenset({"-h", "--help"})
+# sys.stdout/sys.stderr are the process's: one run at a time swaps them (two runs in threads
+# that swapped them at once would each restore the other's, leaving a stream of theirs behind).
+_STD_STREAMS = threading.Lock()
+
+
 def _invoke(argv: list[str], inv: Invocation) -> int:
     """Parse and invoke, letting every exception through to ``_run`` (Typer's own runner
     would turn a closed pipe into a silent exit 1 and usage errors into Rich panels).
 
-    Typer prints help and usage panels to ``sys.stdout``/``sys.stderr``; while it parses,
-    those are the invocation's streams when it was given others."""
+    Typer writes help and shell completion to ``sys.stdout``/``sys.stderr``: those are the
+    invocation's streams while the top-level options are parsed and, for a help (printed
+    when the group parses its subcommand, before any command runs), while it is invoked.
+    Help is also drawn at the invocation's width (``_help_console``)."""
     from contextlib import ExitStack, redirect_stderr, redirect_stdout
 
     from typer.main import get_command
 
+    helping = any(a in _HELP_FLAGS for a in argv) and not inv.following
+    if helping:
+        _help_console()
     command = get_command(app)
-    with ExitStack() as stack:
+    with _STD_STREAMS, ExitStack() as stack:
         if inv.out_text is not sys.stdout:
             stack.enter_context(redirect_stdout(inv.out_text))
         if inv.err_text is not sys.stderr:
             stack.enter_context(redirect_stderr(inv.err_text))
-        with command.make_context("wardrik", argv) as ctx:
+        ctx = command.make_context("wardrik", argv)
+        if helping:
+            with ctx:
+                rv = command.invoke(ctx)
+    if not helping:
+        with ctx:
             rv = command.invoke(ctx)
     return rv if isinstance(rv, int) else ExitCode.OK
+
+
+def _help_console() -> None:
+    """Make Typer's help console (``typer.rich_utils``) print to the running invocation's
+    streams and read its environment (COLUMNS, NO_COLOR, ...), not the process's: in-process
+    help is what the executable prints, and runs in threads never mix. Installed once, on
+    the first help (importing Rich costs start-up time); outside a run it is Typer's own."""
+    from typer import rich_utils
+
+    base = rich_utils.Console
+    if getattr(base, "wardrik_invocation", False):
+        return
+
+    class _InvocationConsole(base):  # type: ignore[misc, valid-type]
+        wardrik_invocation = True
+
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            try:
+                inv = current()
+            except LookupError:
+                inv = None
+            if inv is not None:
+                kw.setdefault("_environ", inv.env)
+                if kw.get("file") is None:
+                    kw["file"] = inv.err_text if kw.get("stderr") else inv.out_text
+            super().__init__(*args, **kw)
+
+    rich_utils.Console = _InvocationConsole  # type: ignore[misc]
 
 
 def main() -> None:

@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -40,11 +40,11 @@ def audit_record(
         show_default=False)],
     subject: Annotated[str, typer.Argument(
         metavar="SUBJECT", help="What changed, e.g. agents/acme/triage.", show_default=False)],
-    data: Annotated[Optional[str], typer.Option(
+    data: Annotated[str | None, typer.Option(
         "--data", "-d", metavar="JSON|@FILE|-", help="The change's data, a JSON object.")] = None,
-    actor: Annotated[Optional[str], typer.Option(
+    actor: Annotated[str | None, typer.Option(
         "--actor", metavar="PRINCIPAL", help="Who made the change (required).")] = None,
-    assumed_by: Annotated[Optional[list[str]], typer.Option(
+    assumed_by: Annotated[list[str] | None, typer.Option(
         "--assumed-by", metavar="PRINCIPAL", help="Who acted for the actor, first to last (repeat).")] = None,
     fmt: FormatOpt = None,
 ) -> None:

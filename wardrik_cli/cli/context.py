@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import IO, Any, BinaryIO, Callable, Mapping, Optional, TextIO
+from typing import IO, Any, BinaryIO, TextIO, cast
 
 from wardrik_cli.settings import Settings
 from wardrik_cli.store.layout import Root
@@ -25,15 +26,15 @@ class Invocation:
         self.env = env
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.settings = Settings()  # replaced by the validated environment when the run starts
-        self.root_arg: Optional[str] = None
-        self.deployment_arg: Optional[str] = None
+        self.root_arg: str | None = None
+        self.deployment_arg: str | None = None
         self.color = "auto"
         self.local = False
         self.verbose = False
         self.following = False  # a follow or a watch: Ctrl-C and SIGTERM are a normal end
         self.cleanups: list[Callable[[], None]] = []
-        self._out_text: Optional[TextIO] = None
-        self._err_text: Optional[TextIO] = None
+        self._out_text: TextIO | None = None
+        self._err_text: TextIO | None = None
 
     # -- where things are -------------------------------------------------------------
     @property
@@ -62,7 +63,7 @@ class Invocation:
         except (ValueError, OSError):
             return False
 
-    def stdout_fd(self) -> Optional[int]:
+    def stdout_fd(self) -> int | None:
         """stdout's file descriptor, when it has one (a real process's stdout)."""
         try:
             return self.stdout.fileno()
@@ -77,7 +78,9 @@ class Invocation:
 
     def message(self, line: str) -> None:
         self.flush_out()
-        self.stderr.write(line.encode("utf-8", "backslashreplace") + b"\n")
+        from wardrik_cli.cli.safe_text import safe
+
+        self.stderr.write(safe(line, keep_newlines=False).encode("utf-8", "backslashreplace") + b"\n")
         self.stderr.flush()
 
     def flush_out(self) -> None:
@@ -92,7 +95,8 @@ class Invocation:
             except Exception:  # noqa: BLE001 - a cleanup must never hide the command's own end
                 pass
         for view in (self._out_text, self._err_text):
-            if view is not None and view is not sys.stdout and view is not sys.stderr:
+            # a text view made here (the process's own streams are shared, never detached)
+            if isinstance(view, io.TextIOWrapper) and view is not sys.stdout and view is not sys.stderr:
                 try:
                     view.flush()
                     view.detach()  # never close the caller's binary stream
@@ -103,7 +107,7 @@ class Invocation:
 def _text_view(stream: BinaryIO, process_stream: TextIO) -> TextIO:
     if getattr(process_stream, "buffer", None) is stream:
         return process_stream  # the process's own stream: share its text layer
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace", write_through=True)  # type: ignore[arg-type]
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace", write_through=True)
 
 
 _CURRENT: ContextVar[Invocation] = ContextVar("wardrik_invocation")
@@ -118,7 +122,7 @@ def enter(inv: Invocation) -> None:
     _CURRENT.set(inv)
 
 
-def binary(stream: Optional[IO[Any]], fallback: Any) -> BinaryIO:
+def binary(stream: IO[Any] | None, fallback: TextIO) -> BinaryIO:
     """A binary stream for ``stream`` (a text stream's buffer), else ``fallback``'s."""
     s = stream if stream is not None else fallback
-    return getattr(s, "buffer", s)  # type: ignore[no-any-return]
+    return cast(BinaryIO, getattr(s, "buffer", s))  # duck-typed: a text stream's buffer, or s itself

@@ -3,26 +3,64 @@
 Importing the CLI takes a few hundred milliseconds; a Ctrl-C or SIGTERM in that window must
 still end a follow or a watch cleanly (exit 0, no traceback), and a Ctrl-C must never print
 an import traceback. After the imports, ``cli.app.main`` and the follow loop take over.
+
+Such a signal becomes KeyboardInterrupt (``interrupt``), but never in the middle of an
+import or of the threading module's own bookkeeping: raised there it can crash a C
+extension's initialisation (orjson's: a segfault), be swallowed by importlib's callbacks
+("Exception ignored", and the follow goes on for ever) or leave a lock half released (an
+internal error). It is raised once that is over instead.
 """
 from __future__ import annotations
 
 import signal
 import sys
 from types import FrameType
-from typing import Optional
 
 FOLLOW_FLAGS = frozenset({"-f", "--follow", "--watch", "-w"})
+RETRY_S = 0.02  # how soon a signal that came during an import is acted on again
+_deferred: list[int] = []  # such a signal, until it is acted on
+
+
+def _unsafe(frame: FrameType | None) -> bool:
+    """Is ``frame`` inside an import or the threading module (where an exception must not land)?"""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or name.endswith(("/threading.py", "\\threading.py")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """A SIGINT/SIGTERM handler: raise KeyboardInterrupt, or, in the middle of an import (or of
+    threading's bookkeeping), once that is over (SIGALRM every ``RETRY_S`` until then)."""
+    if _unsafe(frame) and callable(signal.getsignal(signal.SIGALRM)):  # someone calls retry on SIGALRM
+        if not _deferred:
+            _deferred.append(signum)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        return
+    _deferred.clear()
+    raise KeyboardInterrupt
+
+
+def retry(signum: int, frame: FrameType | None) -> None:
+    """The SIGALRM handler: act on a signal that came during an import (see ``interrupt``)."""
+    if _deferred:
+        interrupt(_deferred[0], frame)
 
 
 def main() -> None:
     following = any(a in FOLLOW_FLAGS for a in sys.argv[1:])
+    signal.signal(signal.SIGALRM, retry)
+    signal.signal(signal.SIGINT, interrupt)
     if following:
-        def _stop(signum: int, frame: Optional[FrameType]) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGTERM, interrupt)
     try:
         from wardrik_cli.cli.app import main as cli_main
+
+        if _deferred:  # it came during the imports: act on it now, before the command starts
+            raise KeyboardInterrupt
+        cli_main()  # exits; a signal in the instants before or after the command's own handling lands here
     except KeyboardInterrupt:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         sys.exit(0 if following else 130)
-    cli_main()

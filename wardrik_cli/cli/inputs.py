@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import orjson
 
@@ -59,10 +60,13 @@ def _refuse_big_ints(raw: bytes, what: str) -> None:
         elif isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 64):
             raise BadInput(f"{what}: the integer {v} does not fit in 64 bits; store it as a string")
 
-    check(json.loads(raw))
+    try:
+        check(json.loads(raw))
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply") from None
 
 
-def on_corrupt(skip: bool) -> Optional[Callable[[CorruptLedger], None]]:
+def on_corrupt(skip: bool) -> Callable[[CorruptLedger], None] | None:
     """``--skip-corrupt``: warn about each corrupt line and read on; else None (stop there)."""
     if not skip:
         return None
@@ -73,7 +77,7 @@ def on_corrupt(skip: bool) -> Optional[Callable[[CorruptLedger], None]]:
     return report
 
 
-def load_cursor(after: Optional[str], cursor_file: Optional[Path]) -> Optional[Cursor]:
+def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
     """The start: ``--after`` when given, else the cursor file's cursor when it exists."""
     from wardrik_cli.read.cursor_file import read_file
 

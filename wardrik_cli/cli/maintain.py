@@ -6,7 +6,8 @@ report and one ``error:`` line per failed log.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Annotated, Any
 
 import typer
 
@@ -19,7 +20,7 @@ from wardrik_cli.errors import ExitCode
 
 @app.command(rich_help_panel="Maintain")
 def check(
-    patterns: Annotated[Optional[list[str]], typer.Argument(
+    patterns: Annotated[list[str] | None, typer.Argument(
         metavar="[PATTERN...]", help="Logs to check (default: all, and the audit log).", show_default=False)] = None,
     fmt: FormatOpt = None,
 ) -> None:
@@ -67,7 +68,7 @@ def check(
 
 @app.command(rich_help_panel="Maintain")
 def compact(
-    retention: Annotated[Optional[str], typer.Option(
+    retention: Annotated[str | None, typer.Option(
         "--retention", "-r", metavar="DURATION",
         help="Keep events newer than this: 30s, 90m, 12h, 7d, 4w "
              "(default: retention in .wardrik/config.toml, else 30d).")] = None,
@@ -91,6 +92,7 @@ def compact(
 
       wardrik compact --retention 7d --dry-run
     """
+    from wardrik_cli.follow.live import cleanup_stale
     from wardrik_cli.store.retention import compact as do_compact
     from wardrik_cli.store.retention import resolve_retention
 
@@ -107,7 +109,7 @@ def compact(
     try:
         result = do_compact(root, text, dry_run=dry_run, wait=wait, warn=inv.warn,
                             on_start=progress.start if progress else None,
-                            on_log=progress.advance if progress else None)
+                            on_log=progress.advance if progress else None, tidy=cleanup_stale)
     finally:
         if progress:
             progress.stop()

@@ -8,8 +8,10 @@ collects lines and writes them 64 KiB at a time, whatever ``PYTHONUNBUFFERED`` s
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any, Callable, Iterable, Optional, Union
+from types import TracebackType
+from typing import Any
 
 import orjson
 
@@ -18,22 +20,22 @@ from wardrik_cli.cli.context import current
 BLOCK = 1 << 16
 
 
-class Format(str, Enum):
+class Format(str, Enum):  # noqa: UP042 - a StrEnum's members format differently (f"{fmt}")
     pretty = "pretty"
     jsonl = "jsonl"
     json = "json"
 
 
-def choose(fmt: Optional[Format], machine: Format) -> Format:
+def choose(fmt: Format | None, machine: Format) -> Format:
     if fmt is not None:
         return Format(fmt)
     return Format.pretty if current().isatty() else machine
 
 
-Lines = Iterable[Union[bytes, Any]]
+Lines = Iterable[bytes | Any]
 
 
-def emit(fmt: Format, *, pretty: Callable[[], None], json: Any = None, jsonl: Optional[Lines] = None) -> None:
+def emit(fmt: Format, *, pretty: Callable[[], None], json: Any = None, jsonl: Lines | None = None) -> None:
     """Write a result in ``fmt``: ``json`` is the document (or a callable that writes it),
     ``jsonl`` the lines (stored bytes, or objects written as compact JSON), ``pretty`` the
     renderer to call. A format the command has no form for falls back to ``json``."""
@@ -81,16 +83,16 @@ class Batch:
 
     def __init__(self) -> None:
         self.out = current().stdout
-        self.parts: list[bytes] = []
+        self.parts: list[bytes | bytearray] = []
         self.size = 0
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray) -> None:
         self.parts.append(data)
         self.size += len(data)
         if self.size >= BLOCK:
             self.flush()
 
-    def line(self, raw: bytes) -> None:
+    def line(self, raw: bytes | bytearray) -> None:
         self.write(raw)
         self.write(b"\n")
 
@@ -100,9 +102,10 @@ class Batch:
             self.parts, self.size = [], 0
         self.out.flush()
 
-    def __enter__(self) -> "Batch":
+    def __enter__(self) -> Batch:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if exc[0] is None or not issubclass(exc[0], BrokenPipeError):  # type: ignore[arg-type]
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None or not issubclass(exc_type, BrokenPipeError):
             self.flush()

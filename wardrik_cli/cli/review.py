@@ -6,15 +6,18 @@ file, written only after the events are printed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import load_cursor, on_corrupt
-from wardrik_cli.cli.options import After, FormatOpt, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt, Types, Until
+from wardrik_cli.cli.options import (
+    After, FormatOpt, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt, Types, Until,
+)
 from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_lines
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
 from wardrik_cli.store.layout import Root
@@ -52,9 +55,9 @@ def page(
              since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
 
 
-def run_page(logs_of: Callable[[Root], list[Log]], start: Optional[Cursor], *, limit: int,
-             cursor_file: Optional[Path], types: Optional[str], since: Optional[str], until: Optional[str],
-             run: Optional[str], skip_corrupt: bool, fmt: Optional[Format]) -> None:
+def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limit: int,
+             cursor_file: Path | None, types: str | None, since: str | None, until: str | None,
+             run: str | None, skip_corrupt: bool, fmt: Format | None) -> None:
     """A page over ``logs_of(root)`` in the chosen format, then the cursor file (page, audit page)."""
     from wardrik_cli.protocol.times import parse_time_arg
     from wardrik_cli.read.cursor_file import write_file
@@ -66,7 +69,7 @@ def run_page(logs_of: Callable[[Root], list[Log]], start: Optional[Cursor], *, l
     logs = logs_of(inv.root)
     shown = choose(fmt, Format.jsonl)
     with Reader(logs, start, filters=filters, deployment=inv.deployment(), limit=limit,
-                on_corrupt=on_corrupt(skip_corrupt)) as reader:
+                on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn) as reader:
         def pretty() -> None:
             from wardrik_cli.cli.render.events import print_page
 
@@ -103,8 +106,10 @@ def fold(
         metavar="LOG", help="Log id, or a path to a .jsonl file anywhere (an evidence copy).", show_default=False)],
     view: Annotated[str, typer.Option(
         "--view", "-v", metavar="VIEW",
-        help="state, timeline, activity, or MODULE:NAME (an object with initial() and apply(state, event)).")] = "state",
-    at: Annotated[Optional[int], typer.Option("--at", metavar="SEQ", help="Stop after the event with this sequence.")] = None,
+        help="state, timeline, activity, or MODULE:NAME "
+             "(an object with initial() and apply(state, event)).")] = "state",
+    at: Annotated[int | None, typer.Option(
+        "--at", metavar="SEQ", help="Stop after the event with this sequence.")] = None,
     skip_corrupt: SkipCorrupt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -124,8 +129,8 @@ def fold(
 
       wardrik fold evidence/events.jsonl --format json | jq .state.status
     """
-    from wardrik_cli.fold.engine import fold_target, result_json, target
-    from wardrik_cli.fold.views import load
+    from wardrik_cli.folding.engine import fold_target, result_json, target
+    from wardrik_cli.folding.views import load
 
     inv = current()
     v = load(view)  # --at < 0 is refused by the fold itself

@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from wardrik_cli.cli.context import Invocation, current
+from wardrik_cli.cli.entry import interrupt, retry
 from wardrik_cli.cli.output import Format, choose, write_events_json
 from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
@@ -62,13 +64,14 @@ class Stopper:
             # pipe): then give way after a second rather than never end.
             signal.setitimer(signal.ITIMER_REAL, 1.0)
             return
-        raise KeyboardInterrupt
+        interrupt(signum, frame)  # KeyboardInterrupt, unless in the middle of an import: then once it is over
 
     def _give_way(self, signum: int, frame: Any) -> None:
         if self.holding and self.pending:
             raise KeyboardInterrupt
+        retry(signum, frame)  # a signal that came during an import
 
-    def __enter__(self) -> "Stopper":
+    def __enter__(self) -> Stopper:
         self.holding += 1
         return self
 
@@ -84,9 +87,9 @@ class Stopper:
 class CursorSaver:
     """Saves the cursor after each event: atomic (rename) each time, durable (fsync) at the end."""
 
-    def __init__(self, path: Optional[Path]):
+    def __init__(self, path: Path | None):
         self.path = Path(path) if path is not None else None
-        self.last: Optional[Cursor] = None
+        self.last: Cursor | None = None
         self.dirty = False
 
     def save(self, cursor: Cursor) -> None:
@@ -101,7 +104,7 @@ class CursorSaver:
             raise Failure(f"cannot write cursor file {self.path}: {e.strerror}") from None
         self.dirty = True
 
-    def finish(self, cursor: Optional[Cursor] = None) -> None:
+    def finish(self, cursor: Cursor | None = None) -> None:
         if self.path is None:
             return
         from wardrik_cli.read.cursor_file import write_file
@@ -128,9 +131,9 @@ def _printer(fmt: Format, inv: Invocation) -> Callable[[Item], None]:
     return write
 
 
-def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Optional[Cursor], n: int, follow: bool,
-             filters: Filters, deployment: str, on_corrupt: OnCorrupt = None, fmt: Optional[Format] = None,
-             cursor_file: Optional[Path] = None, exec_cmd: Optional[str] = None,
+def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | None, n: int, follow: bool,
+             filters: Filters, deployment: str, on_corrupt: OnCorrupt = None, fmt: Format | None = None,
+             cursor_file: Path | None = None, exec_cmd: str | None = None,
              live: Sequence[str] | bool = False) -> None:
     """Print (or hand to ``--exec``) what ``follow.tail_items`` yields: the whole of a tail command.
 
@@ -197,7 +200,7 @@ def _quiet_stdout(inv: Invocation) -> None:
         pass
 
 
-def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Optional[Cursor], kw: dict[str, Any], cmd: str,
+def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None, kw: dict[str, Any], cmd: str,
               saver: CursorSaver, stopper: Stopper, inv: Invocation) -> None:
     """``--exec``: a listener whose handler runs ``sh -c CMD`` per event (see the module docstring)."""
     import subprocess

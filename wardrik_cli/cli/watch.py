@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Annotated, Any, Callable, Iterator, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -15,7 +16,7 @@ import typer
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import Invocation, current
 from wardrik_cli.cli.inputs import load_cursor, on_corrupt
-from wardrik_cli.cli.options import After, FormatOpt, Lines, Patterns, SkipCorrupt, TailCursorFile, Types
+from wardrik_cli.cli.options import FormatOpt, Lines, Patterns, SkipCorrupt, TailCursorFile, Types
 from wardrik_cli.cli.output import Format, choose, emit
 from wardrik_cli.read.reader import OnCorrupt
 
@@ -27,12 +28,14 @@ def tail(
     patterns: Patterns,
     n: Lines = 10,
     follow: Annotated[bool, typer.Option(
-        "-f", "--follow", help="Keep following: every event as it is written, live ones too, new logs included.")] = False,
-    after: Annotated[Optional[str], typer.Option(
-        "--after", metavar="CURSOR", help="Start after this cursor (every event after it) instead of the last N.")] = None,
+        "-f", "--follow",
+        help="Keep following: every event as it is written, live ones too, new logs included.")] = False,
+    after: Annotated[str | None, typer.Option(
+        "--after", metavar="CURSOR",
+        help="Start after this cursor (every event after it) instead of the last N.")] = None,
     cursor_file: TailCursorFile = None,
     types: Types = None,
-    exec_cmd: Annotated[Optional[str], typer.Option(
+    exec_cmd: Annotated[str | None, typer.Option(
         "--exec", metavar="CMD",
         help="Run `sh -c CMD` per event: the event on stdin, the cursor past it in $WARDRIK_CURSOR. The cursor "
              "file moves on only when CMD exits 0; on failure the listener retries from the saved cursor with "
@@ -94,7 +97,7 @@ def activity(
 
       wardrik activity 'acme/*' --watch
     """
-    from wardrik_cli.fold.activity import activities
+    from wardrik_cli.folding.activity import activities
     from wardrik_cli.read.reader import resolve_logs
 
     inv = current()
@@ -115,7 +118,7 @@ def activity(
 
 def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt) -> None:
     """Redraw at each change of a matched log; Ctrl-C, SIGTERM or a closed stdout end it (exit 0)."""
-    from wardrik_cli.fold.activity import activities
+    from wardrik_cli.folding.activity import activities
     from wardrik_cli.follow.wakeup import HANGUP, Wakeups
     from wardrik_cli.protocol.names import has_wildcards
     from wardrik_cli.read.reader import resolve_logs
@@ -124,11 +127,14 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
     root.require()
     inv.following = True
     if threading.current_thread() is threading.main_thread():
-        def _term(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
+        from wardrik_cli.cli.entry import interrupt
 
-        old = signal.signal(signal.SIGTERM, _term)
-        inv.cleanups.append(lambda: signal.signal(signal.SIGTERM, old))
+        old = signal.signal(signal.SIGTERM, interrupt)  # KeyboardInterrupt, once any import is over
+
+        def _restore() -> None:
+            signal.signal(signal.SIGTERM, old)
+
+        inv.cleanups.append(_restore)
 
     def snapshot() -> dict[str, Any]:
         # Literal names may not exist yet while watching: keep only what exists.
@@ -151,7 +157,9 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
 
     try:
         if fmt == Format.pretty:
-            _watch_pretty(snapshot, changes())
+            from wardrik_cli.cli.render.fold import watch_live
+
+            watch_live(snapshot, changes())
         else:
             last = None
             for changed in _first_then(changes()):
@@ -163,21 +171,6 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
                         last = acts
     except KeyboardInterrupt:
         return
-
-
-def _watch_pretty(snapshot: Callable[[], dict[str, Any]], changes: Iterator[bool]) -> None:
-    from rich.live import Live
-
-    from wardrik_cli.cli.render.console import console
-    from wardrik_cli.cli.render.fold import watch_table
-
-    acts = snapshot()
-    with Live(watch_table(acts), console=console(), auto_refresh=False) as live:
-        for changed in changes:
-            if changed:
-                acts = snapshot()
-                live.update(watch_table(acts))
-            live.refresh()  # the "for" column ticks even when nothing changed
 
 
 def _first_then(it: Iterator[bool]) -> Iterator[bool]:

@@ -7,7 +7,7 @@ printed before the error. ``append`` prints JSON Lines even on a terminal unless
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -23,15 +23,17 @@ from wardrik_cli.errors import BadEvent, BadInput, WriteFailed
 @app.command(rich_help_panel="Write")
 def append(
     log: Annotated[str, typer.Argument(help="Log id, e.g. acme/triage.", show_default=False)],
-    type_: Annotated[Optional[str], typer.Argument(
-        metavar="TYPE", help="Event type, with or without 'wardrik.' (see `wardrik types`).", show_default=False)] = None,
+    type_: Annotated[str | None, typer.Argument(
+        metavar="TYPE", help="Event type, with or without 'wardrik.' (see `wardrik types`).",
+        show_default=False)] = None,
     data: Data = None,
-    batch: Annotated[Optional[str], typer.Option(
+    batch: Annotated[str | None, typer.Option(
         "--batch", metavar="FILE|-",
-        help='JSONL of {"type", "data", "subject"?, "traceparent"?}: all or nothing, one lock, one write, one fsync.')] = None,
-    subject: Annotated[Optional[str], typer.Option(
+        help='JSONL of {"type", "data", "subject"?, "traceparent"?}: '
+             'all or nothing, one lock, one write, one fsync.')] = None,
+    subject: Annotated[str | None, typer.Option(
         "--subject", metavar="TEXT", help="CloudEvents subject (default: agents/LOG).")] = None,
-    trace: Annotated[Optional[str], typer.Option(
+    trace: Annotated[str | None, typer.Option(
         "--trace", metavar="TRACEPARENT", help="W3C traceparent to use instead of the run's.")] = None,
     no_sync: Annotated[bool, typer.Option(
         "--no-sync", help="Skip the fsync (faster; a crash may lose what was printed).")] = False,
@@ -86,7 +88,7 @@ def append(
     live.notify_kept(root, log, lines_out)
 
 
-def print_appended(raws: list[bytes], fmt: Optional[Format]) -> None:
+def print_appended(raws: list[bytes], fmt: Format | None) -> None:
     """Stored lines as ``append`` and ``audit record`` print them (jsonl unless told)."""
     if fmt == Format.pretty:
         from wardrik_cli.cli.render.events import print_appended as pretty

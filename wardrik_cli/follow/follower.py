@@ -38,13 +38,15 @@ import collections
 import os
 import select
 import threading
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from wardrik_cli.store import lines
 from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
-from wardrik_cli.store.log import Log, LogView, decode_event
+from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
+from wardrik_cli.read.scan import scan
 from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 
@@ -60,16 +62,16 @@ class _LiveReceiver(threading.Thread):
     def __init__(self, sub: Any, waker: Waker):
         super().__init__(name="wardrik-live", daemon=True)
         self.sub, self.waker = sub, waker
-        self.queue: collections.deque = collections.deque()
+        self.queue: collections.deque[tuple[str, bytes | None]] = collections.deque()
         self.lost = 0
-        self.stop_r, self.stop_w = os.pipe2(os.O_CLOEXEC)
+        self.stopper = Waker()  # rung to end the thread
         # Bounded whatever the reader's pace: live events by count and bytes, doorbells by
         # log (one pending ring per log says all there is to say: "read this log").
         self._lock = threading.Lock()
         self._bytes = 0
         self._rung: set[str] = set()
 
-    def pop(self) -> Optional[tuple[str, Optional[bytes]]]:
+    def pop(self) -> tuple[str, bytes | None] | None:
         with self._lock:
             if not self.queue:
                 return None
@@ -83,13 +85,13 @@ class _LiveReceiver(threading.Thread):
     def run(self) -> None:
         p = select.poll()
         p.register(self.sub.fileno(), select.POLLIN)
-        p.register(self.stop_r, select.POLLIN)
+        p.register(self.stopper.r, select.POLLIN)
         while True:
             try:
                 ready = p.poll()
             except InterruptedError:
                 continue
-            if any(fd == self.stop_r for fd, _ in ready):
+            if any(fd == self.stopper.r for fd, _ in ready):
                 return
             got = self.sub.receive()
             with self._lock:
@@ -109,26 +111,19 @@ class _LiveReceiver(threading.Thread):
                 self.waker.ring()
 
     def close(self) -> None:
-        try:
-            os.write(self.stop_w, b"x")
-        except OSError:
-            pass
+        self.stopper.ring()
         self.join(timeout=2)
-        for fd in (self.stop_r, self.stop_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.stopper.close()
 
 
 class _LogState:
     """Where the follower is in one log: position (last sequence seen) and the open file."""
 
-    def __init__(self, log: Log, position: int, last_id: Optional[str] = None):
+    def __init__(self, log: Log, position: int, last_id: str | None = None):
         self.log = log
         self.position = position
         self.last_id = last_id
-        self.view: Optional[LogView] = None
+        self.view: LogView | None = None
         self.offset = 0
         self.missing_warned = False
         self.seen_file = False
@@ -144,11 +139,11 @@ class Follower:
     """Iterate for ``reader.Item``s (kept, notices, live); ``cursor`` is the cursor past the
     last item handed out (``prev_cursor``: before it). See the module docstring."""
 
-    def __init__(self, root: Any, logs_fn: LogsFn, *, after: Optional[Cursor] = None, n: int = 10,
-                 follow: bool = False, filters: Optional[Filters] = None, deployment: str = "local",
+    def __init__(self, root: Any, logs_fn: LogsFn, *, after: Cursor | None = None, n: int = 10,
+                 follow: bool = False, filters: Filters | None = None, deployment: str = "local",
                  on_corrupt: OnCorrupt = None, live: Sequence[str] | bool = False,
-                 warn: Optional[Warn] = None, hangup_fd: Optional[int] = None,
-                 poll_s: Optional[float] = None, watch_step_ms: Optional[int] = None):
+                 warn: Warn | None = None, hangup_fd: int | None = None,
+                 poll_s: float | None = None, watch_step_ms: int | None = None):
         if poll_s is None or watch_step_ms is None:
             from wardrik_cli.settings import Settings
 
@@ -172,8 +167,8 @@ class Follower:
         self.prev_cursor: Cursor = {}
         self.watcher_active = False
         self._stopped = False
-        self._wakeups: Optional[Wakeups] = None
-        self._receiver: Optional[_LiveReceiver] = None
+        self._wakeups: Wakeups | None = None
+        self._receiver: _LiveReceiver | None = None
         self._sub: Any = None
         self._lost_reported = 0
         self._root_abs = os.path.abspath(os.fspath(root.path))
@@ -231,7 +226,7 @@ class Follower:
             self._wakeups.close()
             self._wakeups = None
 
-    def __enter__(self) -> "Follower":
+    def __enter__(self) -> Follower:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -290,7 +285,7 @@ class Follower:
     def _read_back_last(self, logs: list[Log]) -> Iterator[Item]:
         """The last n accepted events across the logs, each log read backwards from its end."""
         picked: list[tuple[str, str, int, Item]] = []
-        ends: dict[str, tuple[int, Optional[str]]] = {}
+        ends: dict[str, tuple[int, str | None]] = {}
         exhausted: dict[str, tuple[LogView, int]] = {}
         views = []
         try:
@@ -307,7 +302,8 @@ class Follower:
                     ev = view.decode_or_report(off, raw, self.on_corrupt)
                     if ev is None or not self.filters.accepts(ev):
                         continue
-                    picked.append((ev["time"], log.name, int(ev["sequence"]), Item(log.name, raw, ev, int(ev["sequence"]))))
+                    seq = int(ev["sequence"])
+                    picked.append((ev["time"], log.name, seq, Item(log.name, raw, ev, seq)))
                     got += 1
                     if got >= self.n:
                         full = False
@@ -322,7 +318,8 @@ class Follower:
             # Position before each log's first shown event, so every cursor handed out is exact.
             for log in logs:
                 shown = per_log.get(log.name)
-                pos = shown[0].seq - 1 if shown else ends[log.name][0]
+                first_shown = shown[0].seq if shown else None
+                pos = first_shown - 1 if first_shown is not None else ends[log.name][0]
                 self.positions[log.name] = pos
                 self.states[log.name].position = pos
             notices = []
@@ -375,9 +372,9 @@ class Follower:
                         break
                     log_id, body = entry
                     if body is None:
-                        st = self.states.get(log_id)
-                        if st is not None:
-                            yield from self._read_log(st)
+                        known = self.states.get(log_id)
+                        if known is not None:
+                            yield from self._read_log(known)
                         elif self._new_log(log_id):
                             yield from self._read_log(self.states[log_id])
                         continue
@@ -435,7 +432,7 @@ class Follower:
         if pos:
             self.positions[log.name] = pos
 
-    def _live_item(self, log_id: str, body: bytes) -> Optional[Item]:
+    def _live_item(self, log_id: str, body: bytes) -> Item | None:
         if log_id not in self.states and not self._matches_live(log_id):
             return None
         try:
@@ -477,30 +474,29 @@ class Follower:
         end, size = lines.complete_end(fd)
         if size < st.offset:
             # rewritten in place below where we were: find our place again by sequence
-            yield from self._reopen(st, force=True)
+            yield from self._reopen(st)
             if st.view is None:
                 return
             fd = st.view.fd
+            assert fd is not None  # an open view
             end, size = lines.complete_end(fd)
         if end <= st.offset:
             return
-        for off, raw in lines.iter_lines(fd, st.offset, end):
-            st.offset = off + len(raw) + 1
-            ev = st.view.decode_or_report(off, raw, self.on_corrupt)
-            if ev is None:
-                continue
-            seq = int(ev["sequence"])
-            if seq <= st.position:
-                continue
-            if self.filters.accepts(ev):
-                yield self._hand_out(Item(log.name, raw, ev, seq))
+        wanted = frozenset(x.encode() for x in self.filters.types) if self.filters.types is not None else None
+        for line in scan(st.view, st.offset, end, wanted=wanted, after_seq=st.position, on_corrupt=self.on_corrupt):
+            st.offset = line.end
+            ev = line.event
+            if ev is not None and self.filters.accepts(ev):
+                yield self._hand_out(Item(log.name, line.raw, ev, line.seq))
             else:
-                st.position, st.last_id = seq, ev.get("id")
-                self.positions[log.name] = seq
+                st.position = line.seq
+                st.last_id = ev.get("id") if ev is not None else line.raw[len(HEAD):len(HEAD) + 36].decode()
+                self.positions[log.name] = line.seq
             if self._stopped:
                 return
+        st.offset = end  # past lines passed over too (already seen, or corrupt and reported once)
 
-    def _reopen(self, st: _LogState, force: bool = False) -> Iterator[Item]:
+    def _reopen(self, st: _LogState) -> Iterator[Item]:
         log = st.log
         view = log.open()
         if view.fd is None:
@@ -528,7 +524,7 @@ class Follower:
         st.offset = view.offset_after_seq(st.position)
 
 
-def _classify(view: LogView, position: int, last_id: Optional[str], *, replaced: bool = False) -> str:
+def _classify(view: LogView, position: int, last_id: str | None, *, replaced: bool = False) -> str:
     """Does this file continue the log we followed to ``position``?
 
     ``continue``: yes; ``dropped``: yes, but compaction dropped events past our position;
@@ -550,10 +546,12 @@ def _classify(view: LogView, position: int, last_id: Optional[str], *, replaced:
         return "continue"
     if first_seq > position:
         return "continue"
+    fd = view.fd
+    assert fd is not None  # an open view
     off = view.offset_after_seq(position - 1)
-    item = lines.first_line(view.fd, view.end) if off == 0 else None
+    item = lines.first_line(fd, view.end) if off == 0 else None
     if off != 0:
-        for o, raw in lines.iter_lines(view.fd, off, view.end):
+        for o, raw in lines.iter_lines(fd, off, view.end):
             item = (o, raw)
             break
     if item is None:
@@ -567,11 +565,11 @@ def _classify(view: LogView, position: int, last_id: Optional[str], *, replaced:
     return "continue"
 
 
-def tail_items(root: Any, logs_fn: LogsFn, *, after: Optional[Cursor] = None, n: int = 10,
-               follow: bool = False, filters: Optional[Filters] = None, deployment: str = "local",
+def tail_items(root: Any, logs_fn: LogsFn, *, after: Cursor | None = None, n: int = 10,
+               follow: bool = False, filters: Filters | None = None, deployment: str = "local",
                on_corrupt: OnCorrupt = None, live: Sequence[str] | bool = False,
-               warn: Optional[Warn] = None, hangup_fd: Optional[int] = None,
-               poll_s: Optional[float] = None, watch_step_ms: Optional[int] = None) -> Follower:
+               warn: Warn | None = None, hangup_fd: int | None = None,
+               poll_s: float | None = None, watch_step_ms: int | None = None) -> Follower:
     """The reusable follow: ``for item in tail_items(...)`` yields ``reader.Item``s.
 
     root: a ``layout.Root``. logs_fn(): the current list of ``ledger.Log`` to follow, called
@@ -604,8 +602,8 @@ def agent_logs_fn(root: Any, patterns: list[str]) -> LogsFn:
     return logs
 
 
-def stream(root: Any, patterns: list[str], *, after: Optional[str] = None, types: Optional[list[str]] = None,
-           deployment: Optional[str] = None) -> Iterator[tuple[dict, str]]:
+def stream(root: Any, patterns: list[str], *, after: str | None = None, types: list[str] | None = None,
+           deployment: str | None = None) -> Iterator[tuple[dict[str, Any], str]]:
     """Follow ``patterns`` for as long as you take from it: (event, cursor past it as text).
 
     With ``after`` (cursor text) it reads on from there; without, it starts at what is

@@ -31,7 +31,8 @@ Contract kept here:
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.errors import Failure
 from wardrik_cli.protocol.cursor import Cursor, decode_cursor, encode_cursor
@@ -49,15 +50,15 @@ class ListenerGaveUp(Failure):
 
 
 class Listener:
-    def __init__(self, root: Root, patterns: Sequence[str] = (), handler: Optional[Handler] = None, *,
-                 cursor: Optional[Callable[[], Optional[str]]] = None, types: Optional[Sequence[str]] = None,
-                 deployment: Optional[str] = None, backoff: tuple[float, float] = (0.5, 30.0),
-                 live: bool = True, on_error: Optional[Callable[[Any], None]] = None,
-                 logs_fn: Optional["LogsFn"] = None, filters: Optional[Filters] = None,
-                 start: Optional[Cursor] = None, n: int = 0, follow: bool = True,
-                 retries: Optional[int] = None, on_corrupt: OnCorrupt = None,
-                 warn: Optional[Callable[[str], None]] = None, poll_s: Optional[float] = None,
-                 watch_step_ms: Optional[int] = None):
+    def __init__(self, root: Root, patterns: Sequence[str] = (), handler: Handler | None = None, *,
+                 cursor: Callable[[], str | None] | None = None, types: Sequence[str] | None = None,
+                 deployment: str | None = None, backoff: tuple[float, float] = (0.5, 30.0),
+                 live: bool = True, on_error: Callable[[Any], None] | None = None,
+                 logs_fn: LogsFn | None = None, filters: Filters | None = None,
+                 start: Cursor | None = None, n: int = 0, follow: bool = True,
+                 retries: int | None = None, on_corrupt: OnCorrupt = None,
+                 warn: Callable[[str], None] | None = None, poll_s: float | None = None,
+                 watch_step_ms: int | None = None):
         from wardrik_cli.follow.follower import agent_logs_fn
 
         self.root = root
@@ -72,21 +73,21 @@ class Listener:
         self.start, self.n, self.follow, self.retries = start, n, follow, retries
         self.on_corrupt, self.warn = on_corrupt, warn
         self.poll_s, self.watch_step_ms = poll_s, watch_step_ms
-        self.cursor: Optional[str] = None  # past the event being handled
-        self.item: Optional[Item] = None  # the event being handled
+        self.cursor: str | None = None  # past the event being handled
+        self.item: Item | None = None  # the event being handled
         self.failures = 0  # in all
         self.next_delay = backoff[0]
         self._logs_fn = logs_fn if logs_fn is not None else agent_logs_fn(root, self.patterns)
         self._stop = threading.Event()
-        self._follower: Optional["Follower"] = None
+        self._follower: Follower | None = None
 
     # -- what you override (or pass as arguments) ---------------------------------------
-    def handle(self, event: dict[str, Any], listener: "Listener") -> Any:
+    def handle(self, event: dict[str, Any], listener: Listener) -> Any:
         if self._handler is None:
             raise NotImplementedError("give a handler or override handle()")
         return self._handler(event, listener)
 
-    def saved_cursor(self) -> Optional[str]:
+    def saved_cursor(self) -> str | None:
         """The cursor to start or restart from (override ``cursor`` in a subclass, or pass one)."""
         return self._cursor_fn() if self._cursor_fn is not None else None
 
@@ -97,13 +98,13 @@ class Listener:
         if f is not None:
             f.stop()
 
-    def run(self) -> Optional[Cursor]:
+    def run(self) -> Cursor | None:
         """Follow and handle until stopped (or, without ``follow``, to the end of the read-back);
         the cursor past the last event read."""
         from wardrik_cli.follow.follower import tail_items
 
         if self.start is not None:
-            start: Optional[Cursor] = self.start
+            start: Cursor | None = self.start
         else:
             saved = self.saved_cursor()
             start = decode_cursor(saved) if saved else None

@@ -28,7 +28,9 @@ from __future__ import annotations
 import errno
 import os
 import time
-from typing import Any, Iterable, Optional
+from pathlib import Path
+from typing import Any
+from collections.abc import Iterable
 
 LIVE_DIR = "live"
 SOCK_SUFFIX = ".sock"
@@ -36,6 +38,9 @@ REG_SUFFIX = ".json"
 MAX_SUN_PATH = 107  # sun_path is 108 bytes, NUL included
 ORPHAN_GRACE_S = 60.0  # a socket with no registration file younger than this may be mid-registration
 SNDBUF = 1 << 22
+# A datagram must fit the kernel's socket buffers (net.core.wmem_default is 212992 bytes):
+# a live event larger than this is refused when it is published, never silently lost.
+MAX_LIVE_BYTES = 128 * 1024
 
 
 def live_dir(root: Any) -> str:
@@ -45,10 +50,10 @@ def live_dir(root: Any) -> str:
 class _Registration:
     __slots__ = ("token", "patterns", "types")
 
-    def __init__(self, token: str, patterns: list[str], types: Optional[list[str]]):
+    def __init__(self, token: str, patterns: list[str], types: list[str] | None):
         self.token, self.patterns, self.types = token, patterns, types
 
-    def matches(self, log_id: str, type_name: Optional[str] = None) -> bool:
+    def matches(self, log_id: str, type_name: str | None = None) -> bool:
         from wardrik_cli.protocol.names import pattern_regex
         if type_name is not None and self.types is not None and type_name not in self.types:
             return False
@@ -77,12 +82,12 @@ def _registrations(d: str) -> list[_Registration]:
     return out
 
 
-def followers(root: Any, log_id: str, type_name: Optional[str] = None) -> list[str]:
+def followers(root: Any, log_id: str, type_name: str | None = None) -> list[str]:
     """Tokens of the followers registered for ``log_id`` (and wanting ``type_name``, if given)."""
     return [r.token for r in _registrations(live_dir(root)) if r.matches(log_id, type_name)]
 
 
-def has_followers(root: Any, log_id: str, type_name: Optional[str] = None) -> bool:
+def has_followers(root: Any, log_id: str, type_name: str | None = None) -> bool:
     """Cheap: a listdir of ``.wardrik/live`` (usually absent) and a read of each registration."""
     return bool(followers(root, log_id, type_name))
 
@@ -92,7 +97,7 @@ class _DirHandle:
 
     def __init__(self, d: str):
         self.d = d
-        self.fd: Optional[int] = None
+        self.fd: int | None = None
 
     def path(self, name: str) -> str:
         full = os.path.join(self.d, name)
@@ -147,7 +152,14 @@ def _send(tokens: Iterable[str], d: str, datagram: bytes) -> int:
 
 
 def publish(root: Any, log_id: str, raw: bytes) -> int:
-    """Send a live event line to every follower of ``log_id`` that wants its type; how many it reached."""
+    """Send a live event line to every follower of ``log_id`` that wants its type; how many it
+    reached. A live event over ``MAX_LIVE_BYTES`` is refused (``BadEvent``), follower or not:
+    it could never be delivered whole, and must not be printed as delivered and then lost."""
+    if len(raw.rstrip(b"\n")) > MAX_LIVE_BYTES:
+        from wardrik_cli.errors import BadEvent
+
+        raise BadEvent(f"a live event is at most {MAX_LIVE_BYTES} bytes as delivered (this one is "
+                       f"{len(raw.rstrip(chr(10).encode()))}); send the text in smaller deltas")
     d = live_dir(root)
     regs = _registrations(d)
     if not regs:
@@ -166,7 +178,7 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw)
 
 
-def _type_of(raw: bytes) -> Optional[str]:
+def _type_of(raw: bytes) -> str | None:
     try:
         t = _loads(raw).get("type")
         return t if isinstance(t, str) else None
@@ -186,7 +198,7 @@ def notify_kept(root: Any, log_id: str, lines: list[bytes]) -> None:
         wanting = [r.token for r in regs if r.matches(log_id, "wardrik.activity.changed")]
         if not wanting or not lines:
             return
-        from wardrik_cli.fold.activity import changed_event
+        from wardrik_cli.folding.activity import changed_event
 
         raw = changed_event(root, log_id, lines)
         if raw:
@@ -264,10 +276,12 @@ class Subscription:
     when the root cannot hold a registration (read-only): then there are no live events.
     """
 
-    def __init__(self, root: Any, patterns: list[str], types: Optional[list[str]] = None):
+    def __init__(self, root: Any, patterns: list[str], types: list[str] | None = None):
         import json
         import secrets
         import socket
+
+        from wardrik_cli.store.fsutil import write_atomic
 
         self.dir = live_dir(root)
         cleanup_stale(root)
@@ -281,11 +295,9 @@ class Subscription:
             except OSError:
                 pass
             self.sock.bind(self._h.path(self.token + SOCK_SUFFIX))
-            reg = os.path.join(self.dir, self.token + REG_SUFFIX)
-            tmp = os.path.join(self.dir, f".{self.token}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"pid": os.getpid(), "patterns": list(patterns), "types": types}, f)
-            os.replace(tmp, reg)
+            write_atomic(Path(self.dir) / (self.token + REG_SUFFIX),
+                         json.dumps({"pid": os.getpid(), "patterns": list(patterns), "types": types}).encode(),
+                         durable=False, tmp=Path(self.dir) / f".{self.token}.tmp")
         except BaseException:
             self.close()
             raise
@@ -294,8 +306,8 @@ class Subscription:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def receive(self, limit: int = 1024) -> list[tuple[str, Optional[bytes]]]:
-        out: list[tuple[str, Optional[bytes]]] = []
+    def receive(self, limit: int = 1024) -> list[tuple[str, bytes | None]]:
+        out: list[tuple[str, bytes | None]] = []
         while len(out) < limit:
             try:
                 dgram = self.sock.recv(1 << 20)

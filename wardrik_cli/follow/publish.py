@@ -7,7 +7,7 @@ stores nothing. Both validate exactly as ``wardrik append`` does.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -18,9 +18,9 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
 
 
-def append_event(root: Root, log_id: str, type_name: str, data: Optional[dict] = None, *,
-                 subject: Optional[str] = None, traceparent: Optional[str] = None,
-                 deployment: Optional[str] = None, sync: bool = True) -> dict[str, Any]:
+def append_event(root: Root, log_id: str, type_name: str, data: dict[str, Any] | None = None, *,
+                 subject: str | None = None, traceparent: str | None = None,
+                 deployment: str | None = None, sync: bool = True) -> dict[str, Any]:
     """Append one kept event to ``log_id`` and return it as stored."""
     item = make_item(type_name, data if data is not None else {}, subject, traceparent, kinds=(KEPT,))
     line = append(root, Log.agent(root, log_id), [item], deployment=root.deployment(deployment), sync=sync)[0]
@@ -29,9 +29,9 @@ def append_event(root: Root, log_id: str, type_name: str, data: Optional[dict] =
     return event
 
 
-def publish_live(root: Root, log_id: str, type_name: str, data: Optional[dict] = None, *,
-                 subject: Optional[str] = None, traceparent: Optional[str] = None,
-                 deployment: Optional[str] = None) -> dict[str, Any]:
+def publish_live(root: Root, log_id: str, type_name: str, data: dict[str, Any] | None = None, *,
+                 subject: str | None = None, traceparent: str | None = None,
+                 deployment: str | None = None) -> dict[str, Any]:
     """Send one live event to the followers of ``log_id``; return it as delivered (never stored)."""
     item = make_item(type_name, data if data is not None else {}, subject, traceparent, kinds=(LIVE,))
     raw = live_event(Log.agent(root, log_id), item, deployment=root.deployment(deployment))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import select
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 RING, CHANGES, TIMEOUT, HANGUP = "ring", "changes", "timeout", "hangup"
 READY_CEILING_S = 5.0  # how long to wait for the watches to be in place before polling instead
@@ -68,7 +68,7 @@ class _Watcher(threading.Thread):
         super().__init__(name="wardrik-watch", daemon=True)
         self.path, self.waker, self.step_ms = path, waker, step_ms
         self.events = _ReadyStop()
-        self.failed: Optional[BaseException] = None
+        self.failed: BaseException | None = None
         self.changed: set[str] = set()
         self.lock = threading.Lock()
 
@@ -97,12 +97,12 @@ class _Watcher(threading.Thread):
 class Wakeups:
     """File changes, rings and a hangup, waited on together (see the module docstring)."""
 
-    def __init__(self, root_path: str, *, step_ms: int = 20, hangup_fd: Optional[int] = None,
-                 watch: bool = True, warn: Optional[Callable[[str], None]] = None):
+    def __init__(self, root_path: str, *, step_ms: int = 20, hangup_fd: int | None = None,
+                 watch: bool = True, warn: Callable[[str], None] | None = None):
         self.waker = Waker()
         self.hangup_fd = hangup_fd
         self.watching = False
-        self._watcher: Optional[_Watcher] = None
+        self._watcher: _Watcher | None = None
         self._poll = select.poll()
         self._poll.register(self.waker.r, select.POLLIN)
         if hangup_fd is not None:
@@ -122,7 +122,7 @@ class Wakeups:
     def ring(self) -> None:
         self.waker.ring()
 
-    def wait(self, timeout: Optional[float]) -> str:
+    def wait(self, timeout: float | None) -> str:
         """Block until a ring, a change, a hangup or ``timeout`` seconds (None: no limit)."""
         while True:
             try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import orjson
 
@@ -54,5 +54,6 @@ def decode_cursor(text: str) -> Cursor:
         if not is_log_id(key):
             raise BadCursor(f"bad cursor: {key!r} is not a log id")
         if type(seq) is not int or seq < 0:
-            raise BadCursor(f"bad cursor: the sequence for {key!r} must be a non-negative integer, not {orjson.dumps(seq).decode()}")
+            raise BadCursor(f"bad cursor: the sequence for {key!r} must be a non-negative integer, "
+                            f"not {orjson.dumps(seq).decode()}")
     return obj

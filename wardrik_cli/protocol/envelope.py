@@ -53,14 +53,14 @@ def new_span_id() -> str:
     return os.urandom(8).hex()
 
 
-def parse_traceparent(tp: str) -> tuple[str, str]:
+def parse_traceparent(tp: object) -> tuple[str, str]:
     m = _TRACEPARENT_RE.fullmatch(tp) if isinstance(tp, str) else None
     if not m or m.group(1) == "0" * 32 or m.group(2) == "0" * 16:
         raise BadEvent(f"bad traceparent {tp!r}: expected 00-<32 hex trace id>-<16 hex span id>-01")
     return m.group(1), m.group(2)
 
 
-def trace_id_of(event: dict) -> str | None:
+def trace_id_of(event: dict[str, Any]) -> str | None:
     tp = event.get("traceparent")
     m = _TRACEPARENT_RE.fullmatch(tp) if isinstance(tp, str) else None
     return m.group(1) if m else None
@@ -84,7 +84,7 @@ class RunTracker:
     def __init__(self, open_trace: str | None = None):
         self.open_trace = open_trace
 
-    def trace_for(self, etype: EventType, data: dict, given: str | None) -> tuple[str, str]:
+    def trace_for(self, etype: EventType, data: dict[str, Any], given: str | None) -> tuple[str, str]:
         """(trace id, span id) for the next event; updates the open run."""
         given_trace = given_span = None
         if given is not None:
@@ -103,7 +103,7 @@ class RunTracker:
         return trace, given_span or new_span_id()
 
 
-def build_event(*, etype: EventType, data: dict, source: str, subject: str, seq: int | None,
+def build_event(*, etype: EventType, data: dict[str, Any], source: str, subject: str, seq: int | None,
                 time_str: str, trace: str, span: str, prevhash: str | None = None) -> dict[str, Any]:
     event: dict[str, Any] = {
         "specversion": "1.0",
@@ -122,7 +122,7 @@ def build_event(*, etype: EventType, data: dict, source: str, subject: str, seq:
     return event
 
 
-def dumps_line(event: dict) -> bytes:
+def dumps_line(event: dict[str, Any]) -> bytes:
     return orjson.dumps(event) + b"\n"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from wardrik_cli.errors import BadDuration, BadTime
 
@@ -24,11 +24,11 @@ def format_ns(ns: int) -> str:
 
 def format_dt(dt: datetime) -> str:
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     try:
-        u = dt.astimezone(timezone.utc)
+        u = dt.astimezone(UTC)
     except OverflowError:  # an offset pushed it past year 1 or 9999
-        u = (datetime.min if dt.year < 5000 else datetime.max).replace(tzinfo=timezone.utc)
+        u = (datetime.min if dt.year < 5000 else datetime.max).replace(tzinfo=UTC)
     # Four-digit years always: stored times compare as strings.
     return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
 
@@ -54,7 +54,7 @@ MAX_DURATION_S = 9999 * 366 * 86400
 def parse_time_arg(text: str, *, now_dt: datetime | None = None) -> str:
     """A --since/--until value (RFC 3339, no offset meaning UTC, or a duration ago) as a stored time string."""
     if _DURATION_RE.fullmatch(text.strip()):
-        base = now_dt or datetime.now(timezone.utc)
+        base = now_dt or datetime.now(UTC)
         try:
             return format_dt(base - parse_duration(text))
         except OverflowError:
@@ -65,5 +65,6 @@ def parse_time_arg(text: str, *, now_dt: datetime | None = None) -> str:
     try:
         dt = datetime.fromisoformat(s)
     except ValueError:
-        raise BadTime(f"bad time {text!r}: use RFC 3339 (2026-10-22T09:00:00Z) or a duration ago (15m, 2h, 3d)") from None
+        raise BadTime(f"bad time {text!r}: use RFC 3339 (2026-10-22T09:00:00Z) "
+                      "or a duration ago (15m, 2h, 3d)") from None
     return format_dt(dt)

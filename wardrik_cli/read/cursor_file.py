@@ -8,13 +8,13 @@ cursor yet"; an empty or unreadable one is refused (``BadCursor``), never taken 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from wardrik_cli.errors import BadCursor, Failure
 from wardrik_cli.protocol.cursor import Cursor, decode_cursor, encode_cursor
 
 
-def read_file(path: Path) -> Optional[Cursor]:
+def read_file(path: Path) -> Cursor | None:
     """The cursor saved in ``path``, or None when the file does not exist."""
     try:
         text = Path(path).read_text(encoding="utf-8")

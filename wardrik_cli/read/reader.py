@@ -18,19 +18,20 @@ import hashlib
 import heapq
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.errors import BadCursor, BadInput, CorruptLedger, NoSuchLog
 from wardrik_cli.protocol.envelope import agent_source, audit_source, dumps_line, trace_id_of
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
-from wardrik_cli.store import lines
-from wardrik_cli.store.log import HEAD, Log, LogView, peek
+from wardrik_cli.store.log import Log, LogView
+from wardrik_cli.read.scan import scan
 from wardrik_cli.protocol.catalogue import DROPPED, lookup
 from wardrik_cli.protocol.times import now
 
-OnCorrupt = Optional[Callable[[CorruptLedger], None]]
+OnCorrupt = Callable[[CorruptLedger], None] | None
 _RUN_RE = re.compile(r"[0-9a-f]{32}")
 
 
@@ -38,14 +39,14 @@ _RUN_RE = re.compile(r"[0-9a-f]{32}")
 class Filters:
     """What a reader wants to see; ``events.dropped`` passes all of it."""
 
-    types: Optional[frozenset[str]] = None  # full names
-    since: Optional[str] = None  # stored time strings; since inclusive, until exclusive
-    until: Optional[str] = None
-    run: Optional[str] = None
+    types: frozenset[str] | None = None  # full names
+    since: str | None = None  # stored time strings; since inclusive, until exclusive
+    until: str | None = None
+    run: str | None = None
 
     @classmethod
-    def build(cls, types: Optional[Iterable[str]] = None, since: Optional[str] = None,
-              until: Optional[str] = None, run: Optional[str] = None) -> "Filters":
+    def build(cls, types: Iterable[str] | None = None, since: str | None = None,
+              until: str | None = None, run: str | None = None) -> Filters:
         full = None
         if types:
             full = frozenset(lookup(t).full for t in types)
@@ -53,7 +54,7 @@ class Filters:
             raise BadInput(f"bad run id {run!r}: expected 32 lowercase hex digits (a run's trace id)")
         return cls(full, since, until, run)
 
-    def accepts(self, event: dict) -> bool:
+    def accepts(self, event: dict[str, Any]) -> bool:
         t = event.get("type")
         if t == DROPPED:
             return True
@@ -68,7 +69,7 @@ class Filters:
         return True
 
 
-def parse_types(text: Optional[str]) -> Optional[list[str]]:
+def parse_types(text: str | None) -> list[str] | None:
     if text is None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
@@ -112,7 +113,7 @@ class Item:
     log: str
     raw: bytes
     event: dict[str, Any]
-    seq: Optional[int]  # None for events.dropped and live events
+    seq: int | None  # None for events.dropped and live events
 
 
 def check_position(view: LogView, position: int) -> None:
@@ -124,9 +125,11 @@ def check_position(view: LogView, position: int) -> None:
 class Reader:
     """A read across the matched logs from a cursor; iterate for items, then read ``next``."""
 
-    def __init__(self, logs: list[Log], after: Optional[Cursor], *, filters: Filters, deployment: str,
-                 limit: Optional[int] = None, on_corrupt: OnCorrupt = None):
+    def __init__(self, logs: list[Log], after: Cursor | None, *, filters: Filters, deployment: str,
+                 limit: int | None = None, on_corrupt: OnCorrupt = None,
+                 warn: Callable[[str], None] | None = None):
         self.logs = logs
+        self.warn = warn
         self.after = dict(after or {})
         self.filters = filters
         self.deployment = deployment
@@ -153,7 +156,7 @@ class Reader:
         for v in self.views.values():
             v.close()
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -171,104 +174,28 @@ class Reader:
                 self.positions[log.name] = first - 1
                 yield Item(log.name, dumps_line(ev)[:-1], ev, None)
 
-    def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Optional[Item]]]:
-        """(time, log id, sequence, item) in sequence order; item is None for a line that a
-        type filter rejects on sight (it still moves the cursor)."""
+    def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Item | None]]:
+        """(time, log id, sequence, item) in sequence order (``read.scan``); item is None for
+        lines a type filter passed over unread (they still move the cursor)."""
         view = self.views[log.name]
         if view.fd is None:
             return
         pos = self.positions[log.name]
         start = view.offset_after_seq(pos)
         if self.filters.since is not None:
-            start = max(start, view.offset_at_time(self.filters.since))
-        for block_off, block in lines.iter_blocks(view.fd, start, view.end):
-            for item in self._lines_of(view, log.name, block_off, block, pos, self.filters.until):
-                if item is _UNTIL:
-                    return
-                yield item
-
-    def _stream_by_type(self, log: Log) -> Iterator[tuple[str, str, int, Optional[Item]]]:
-        """The same stream for one log under a type filter, a block at a time.
-
-        When every line of a block has this tool's shape (checked with a few whole-block
-        byte counts, see ``ledger.peek``), only the lines whose type is wanted are found
-        (by searching the block for their type) and decoded; the block's last sequence moves
-        the position past the rest. Any block that is not all in shape, or that reaches
-        ``until``, goes line by line through ``_stream``'s rules.
-        """
-        view = self.views[log.name]
+            at_time = view.offset_at_time(self.filters.since)
+            if not view.sorted_by_time and self.warn is not None:
+                self.warn(f"{log.name}: its times are not in order, so --since read it from the start "
+                          "(see `wardrik check`)")
+            start = max(start, at_time)
         name = log.name
-        pos = self.positions[log.name]
-        start = view.offset_after_seq(pos)
-        if self.filters.since is not None:
-            start = max(start, view.offset_at_time(self.filters.since))
-        until = self.filters.until
-        markers = [b'","type":"' + t + b'"' for t in self._wanted_types]
-        for block_off, block in lines.iter_blocks(view.fd, start, view.end) if view.fd is not None else ():
-            n_lines = block.count(b"\n")
-            last_start = block.rfind(b"\n", 0, len(block) - 1) + 1
-            last = peek(block[last_start:-1])
-            in_shape = (
-                last is not None
-                and block.startswith(HEAD)
-                and block.count(b'}}\n{"specversion":"1.0","id":"') == n_lines - 1
-                and block.count(b'"specversion"') == n_lines
-                and (until is None or last[2].decode() < until)
-            )
-            if not in_shape:
-                for item in self._lines_of(view, name, block_off, block, pos, until):
-                    if item is _UNTIL:
-                        return
-                    pos = max(pos, item[2])
-                    yield item
-                continue
-            hits = sorted({i for m in markers for i in _find_all(block, m)})
-            for i in hits:
-                line_start = block.rfind(b"\n", 0, i) + 1
-                if i - line_start != 36 + len(HEAD):
-                    continue  # "type" inside data, not the event's own
-                line_end = block.index(b"\n", i)
-                raw = block[line_start:line_end]
-                for item in self._lines_of(view, name, block_off + line_start, raw + b"\n", pos, until):
-                    if item is _UNTIL:
-                        return
-                    pos = max(pos, item[2])
-                    yield item
-            last_seq = int(last[1])
-            if last_seq > pos:
-                pos = last_seq
-                yield last[2].decode(), name, last_seq, None
-
-    def _lines_of(self, view: LogView, name: str, base: int, block: bytes, pos: int, until: Optional[str]):
-        """Decode every line of a block with the full rules (corrupt lines, positions, until)."""
-        wanted = self._wanted_types
-        off = base
-        for raw in block.split(b"\n")[:-1]:
-            here = off
-            off += len(raw) + 1
-            p = peek(raw) if wanted is not None else None
-            if p is not None and p[0] not in wanted:
-                seq, t = int(p[1]), p[2].decode()
-                if seq <= pos:
-                    continue
-                if until is not None and t >= until:
-                    yield _UNTIL
-                    return
-                yield t, name, seq, None
-                continue
-            ev = view.decode_or_report(here, raw, self.on_corrupt)
-            if ev is None:
-                continue
-            seq = int(ev["sequence"])
-            if seq <= pos:
-                continue
-            if until is not None and ev["time"] >= until:
-                yield _UNTIL
-                return
-            yield ev["time"], name, seq, Item(name, raw, ev, seq)
+        for line in scan(view, start, view.end, wanted=self._wanted_types, after_seq=pos,
+                         until=self.filters.until, on_corrupt=self.on_corrupt):
+            ev = line.event
+            yield line.time, name, line.seq, (Item(name, line.raw, ev, line.seq) if ev is not None else None)
 
     @property
-    def _wanted_types(self) -> Optional[frozenset[bytes]]:
+    def _wanted_types(self) -> frozenset[bytes] | None:
         t = self.filters.types
         return None if t is None else frozenset(x.encode() for x in t)
 
@@ -276,10 +203,7 @@ class Reader:
         yield from self.notices()
         if self.limit is not None and self.limit <= 0:
             return
-        if len(self.logs) == 1 and self.filters.types is not None and self.filters.run is None:
-            streams = [self._stream_by_type(self.logs[0])]
-        else:
-            streams = [self._stream(log) for log in self.logs]
+        streams = [self._stream(log) for log in self.logs]
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda x: x[:3])
         delivered = 0
         accepts = self.filters.accepts
@@ -294,9 +218,6 @@ class Reader:
                     return
 
 
-_UNTIL = object()  # sentinel: a stream reached --until
-
-
 def _allow_open_files(n: int) -> None:
     import resource
 
@@ -307,13 +228,6 @@ def _allow_open_files(n: int) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
         except (ValueError, OSError):
             pass  # the open that fails will say so, as one error line
-
-
-def _find_all(block: bytes, marker: bytes) -> Iterator[int]:
-    i = block.find(marker)
-    while i >= 0:
-        yield i
-        i = block.find(marker, i + 1)
 
 
 def resolve_logs(root: Root, patterns: list[str]) -> list[Log]:

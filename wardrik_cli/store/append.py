@@ -20,24 +20,34 @@ Only after step 6 does the caller print: printed means durable.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import BadEvent, CorruptLedger, WriteFailed
-from wardrik_cli.store.fsutil import fsync_dir, write_all, write_atomic
-from wardrik_cli.protocol.envelope import GENESIS_HASH, Clock, parse_traceparent, RunTracker, agent_source, audit_source, build_event, dumps_line, trace_id_of
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all, write_atomic
+from wardrik_cli.protocol.envelope import (
+    GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
+    trace_id_of,
+)
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, LogView, decode_event
 from wardrik_cli.store.locking import locked
-from wardrik_cli.protocol.catalogue import AUDIT, KEPT, LIVE, EventType, RUN_CLOSERS, RUN_OPENERS, lookup, validate_data
+from wardrik_cli.protocol.catalogue import (
+    AUDIT, KEPT, LIVE, RUN_CLOSERS, RUN_OPENERS, EventType, lookup, validate_data,
+)
 
-# How far back to look for the run an appended event belongs to (see _open_run).
-RUN_LOOKBACK_LINES = 2000
+MAX_SEQUENCE = 10 ** SEQ_WIDTH - 1  # sequences are 12 digits, for ever
+_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+# How far back (bytes) to look for the run an appended event belongs to (see _open_run).
+RUN_LOOKBACK_BYTES = 64 << 20
 
 
 class AppendItem:
@@ -45,19 +55,37 @@ class AppendItem:
 
     __slots__ = ("etype", "data", "subject", "traceparent")
 
-    def __init__(self, etype: EventType, data: dict, subject: Optional[str] = None,
-                 traceparent: Optional[str] = None):
+    def __init__(self, etype: EventType, data: dict[str, Any], subject: str | None = None,
+                 traceparent: str | None = None):
         self.etype, self.data, self.subject, self.traceparent = etype, data, subject, traceparent
 
 
-def make_item(type_name: str, data: Any, subject: Optional[str] = None, traceparent: Optional[str] = None,
+MAX_DEPTH = 128  # data nested deeper is refused: every reader (and orjson, at 255) must take the event back
+
+
+def _check_depth(data: Any) -> None:
+    """Refuse data nested more than ``MAX_DEPTH`` deep (iteratively: no recursion to exhaust)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadEvent(f"data is nested more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def make_item(type_name: str, data: Any, subject: str | None = None, traceparent: str | None = None,
               *, kinds: tuple[str, ...] = (KEPT, LIVE)) -> AppendItem:
     etype = lookup(type_name)
     if etype.kind not in kinds:
-        where = {AUDIT: "only `wardrik audit record` writes audit events",
-                 "reader": "it is made by readers, never written"}.get(etype.kind, f"{etype.kind} types are not allowed here")
+        refusals = {AUDIT: "only `wardrik audit record` writes audit events",
+                    "reader": "it is made by readers, never written"}
+        where = refusals.get(etype.kind, f"{etype.kind} types are not allowed here")
         raise BadEvent(f"cannot append {etype.full}: {where}")
     validate_data(etype, data)
+    _check_depth(data)
     if subject is not None and (not isinstance(subject, str) or not subject):
         raise BadEvent("subject must be a non-empty string")
     if traceparent is not None:
@@ -93,7 +121,7 @@ def _makedirs_synced(path: Path, stop: Path, sync: bool) -> None:
             fsync_dir(d.parent)
 
 
-def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str) -> Optional[Path]:
+def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str) -> Path | None:
     """Keep the bytes past the last newline beside the log, then truncate them off."""
     if size <= end:
         return None
@@ -122,18 +150,24 @@ def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn:
     return keep
 
 
-def _open_run(view: LogView) -> Optional[str]:
+def _open_run(view: LogView, warn: Warn | None = None) -> str | None:
     """The trace id of the run open at the end of the log, if any.
 
     Walk back to the nearest run.started / run.completed / run.failed. Events outside a
     run get a fresh trace each, so two neighbours sharing a trace are inside one run and
-    the walk can stop there. The walk is bounded; past the bound no run is assumed open.
+    the walk can stop there. The appender's note usually answers first (see ``append``);
+    this walk is for a log the note does not describe, and it is bounded by bytes
+    (``RUN_LOOKBACK_BYTES``), not by a count of events: past the bound it says so and no
+    run is assumed open.
     """
     if view.fd is None:
         return None
     later_trace = None
-    for n, (off, raw) in enumerate(lines.iter_lines_backward(view.fd, view.end)):
-        if n >= RUN_LOOKBACK_LINES:
+    for off, raw in lines.iter_lines_backward(view.fd, view.end):
+        if view.end - off > RUN_LOOKBACK_BYTES:
+            if warn is not None:
+                warn(f"{view.log.name}: no run start or end in the last {RUN_LOOKBACK_BYTES >> 20} MB; "
+                     "the new event starts a trace of its own")
             return None
         try:
             e = decode_event(raw)
@@ -151,7 +185,7 @@ def _open_run(view: LogView) -> Optional[str]:
 
 
 def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sync: bool = True,
-           warn: Warn = _warn_stderr, lock_timeout: Optional[float] = None) -> list[bytes]:
+           warn: Warn = _warn_stderr, lock_timeout: float | None = None) -> list[bytes]:
     """Append kept (or audit) items as whole lines; returns the stored lines, durable unless sync=False."""
     if not items:
         return []
@@ -159,13 +193,15 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
         if it.etype.kind == LIVE:
             raise BadEvent(f"{it.etype.full} is live: it is delivered to followers, never stored or batched")
     label = log.name
+    if not log.is_audit:
+        root.check_folders(log.path)
     if not root.path.is_dir():
         _makedirs_synced(root.path, Path("/"), sync)
     with locked(log.lock_path, timeout=lock_timeout, what=label):
         _makedirs_synced(log.path.parent, root.path, sync)
         created = not log.path.exists()
         try:
-            fd = os.open(log.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_regular(log.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         except OSError as e:
             raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
         try:
@@ -177,25 +213,27 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
             last = view.last()
             if last is not None:
                 next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
-                prev_hash = _sha256(lines.last_line(fd, view.end)[1] + b"\n") if log.is_audit else None
+                prev_hash = _sha256(_last_raw(fd, view.end) + b"\n") if log.is_audit else None
             else:
                 wm = view.watermark()
                 next_seq = wm.next_sequence if wm else 1
                 prev_time = wm.time if wm else None
                 prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
+            _check_derived(view, last, next_seq, prev_time, len(items), label)
             if log.is_audit:
                 tracker = RunTracker(None)
             elif note is not None and "trace" in note:
                 tracker = RunTracker(note["trace"])  # the run open after the last append
             else:
-                tracker = RunTracker(_open_run(view))
+                tracker = RunTracker(_open_run(view, warn))
             clock = Clock(prev_time)
             source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
             out: list[bytes] = []
             for i, it in enumerate(items):
                 data = dict(it.data)
                 trace, span = tracker.trace_for(it.etype, data, it.traceparent)
-                subject = it.subject if it.subject is not None else (f"agents/{log.name}" if not log.is_audit else "audit")
+                subject = it.subject if it.subject is not None else (
+                    f"agents/{log.name}" if not log.is_audit else "audit")
                 event = build_event(etype=it.etype, data=data, source=source, subject=subject,
                                     seq=next_seq + i, time_str=clock.next(), trace=trace, span=span,
                                     prevhash=prev_hash if log.is_audit else None)
@@ -210,17 +248,38 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
             os.close(fd)
 
 
+def _check_derived(view: LogView, last: tuple[int, dict[str, Any]] | None, next_seq: int,
+                   prev_time: str | None, count: int, label: str) -> None:
+    """What the next lines are built from must itself be sound: never write a line that
+    readers would call corrupt (a 13-digit sequence, a time copied from a malformed one)."""
+    if prev_time is not None and not _TIME_RE.fullmatch(prev_time):
+        offset = last[0] if last is not None else 0
+        err = view.corrupt(offset, f"corrupt line (time {prev_time!r} is not RFC 3339 UTC with microseconds)")
+        raise CorruptLedger(err.path, err.line, err.offset, f"{err.what}; refusing to append after it "
+                            "(see `wardrik check`)")
+    if next_seq + count - 1 > MAX_SEQUENCE:
+        raise WriteFailed(f"{label}: the log is full: its sequences would pass {MAX_SEQUENCE} (12 digits); "
+                          f"nothing was written")
+
+
 def _sha256(data: bytes) -> str:
     import hashlib  # audit appends only; agents' appends do not pay for it at start-up
 
     return hashlib.sha256(data).hexdigest()
 
 
+def _last_raw(fd: int, end: int) -> bytes:
+    """The last complete line, which the caller has just decoded (``LogView.last``)."""
+    found = lines.last_line(fd, end)
+    assert found is not None, "the view's last event is on a complete line"
+    return found[1]
+
+
 def _verified_path(log: Log) -> Path:
     return log.root.state_path("verified", log.state_key, ".json")
 
 
-def _verify_lines(log: Log, view: LogView) -> Optional[dict]:
+def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
     """Refuse to write after a complete line that is not an event, anywhere in the log.
 
     Reading the whole log on every append would make appends O(size), so the last append
@@ -229,6 +288,7 @@ def _verify_lines(log: Log, view: LogView) -> Optional[dict]:
     change to the file (an edit, a rewrite, a compaction) voids the note and the whole file
     is checked once more. Returns the note when it held.
     """
+    assert view.fd is not None, "append's own view of the file it opened"
     st = os.fstat(view.fd)
     start, held = 0, None
     try:
@@ -247,7 +307,7 @@ def _verify_lines(log: Log, view: LogView) -> Optional[dict]:
     return held
 
 
-def _save_verified(log: Log, fd: int, open_trace: Optional[str]) -> None:
+def _save_verified(log: Log, fd: int, open_trace: str | None) -> None:
     st = os.fstat(fd)
     path = _verified_path(log)
     try:
@@ -288,7 +348,8 @@ def _write_all(fd: int, out: list[bytes], label: str, sync: bool) -> None:
         try:
             os.fsync(fd)
         except OSError as e:
-            raise WriteFailed(f"{label}: fsync failed ({e.strerror}); the {len(out)} events may not be durable") from None
+            raise WriteFailed(f"{label}: fsync failed ({e.strerror}); "
+                              f"the {len(out)} events may not be durable") from None
 
 
 def live_event(log: Log, item: AppendItem, *, deployment: str) -> bytes:

@@ -16,8 +16,8 @@ Contract kept here:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.errors import BadEvent, BadInput
 from wardrik_cli.store.layout import Root
@@ -45,8 +45,8 @@ def audit_types() -> list[str]:
     return [t.name for t in TYPES.values() if t.kind == AUDIT]
 
 
-def make_record(type_name: str, subject: str, data: Any, actor: Optional[str],
-                assumed_by: Sequence[str] = ()) -> "AppendItem":
+def make_record(type_name: str, subject: str, data: Any, actor: str | None,
+                assumed_by: Sequence[str] = ()) -> AppendItem:
     """A validated appender item for one audit record (raises BadInput/BadEvent)."""
     from wardrik_cli.store.append import make_item
 
@@ -68,10 +68,10 @@ def make_record(type_name: str, subject: str, data: Any, actor: Optional[str],
     return make_item(etype.full, full, subject, None, kinds=(AUDIT,))
 
 
-def record_audit(root: Root, type_name: str, subject: str, data: Any, actor: Optional[str],
-                 assumed_by: Sequence[str] = (), deployment: Optional[str] = None, *, sync: bool = True,
-                 warn: Optional[Callable[[str], None]] = None, env: Optional[Mapping[str, str]] = None,
-                 lock_timeout: Optional[float] = None) -> bytes:
+def record_audit(root: Root, type_name: str, subject: str, data: Any, actor: str | None,
+                 assumed_by: Sequence[str] = (), deployment: str | None = None, *, sync: bool = True,
+                 warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
+                 lock_timeout: float | None = None) -> bytes:
     """Append one audit event; returns the stored line (with its newline), durable unless sync=False."""
     from wardrik_cli.store.append import append
     from wardrik_cli.store.log import Log

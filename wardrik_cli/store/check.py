@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any
 
 import orjson
 
@@ -37,12 +38,12 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.offset}: {self.what}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "offset": self.offset, "problem": self.what,
                 "severity": self.severity}
 
 
-def _event_problem(ev: object, is_audit: bool) -> Optional[str]:
+def _event_problem(ev: object, is_audit: bool) -> str | None:
     if not isinstance(ev, dict):
         return "not a JSON object"
     if ev.get("specversion") != "1.0":
@@ -81,9 +82,9 @@ def check_log(log: Log) -> Iterator[Problem]:
         if view.fd is None:
             return
         path = str(log.path)
-        expect: Optional[int] = None
-        prev_time: Optional[str] = None
-        prev_hash: Optional[str] = None
+        expect: int | None = None
+        prev_time: str | None = None
+        prev_hash: str | None = None
         if log.is_audit:
             wm = view.watermark()
             prev_hash = wm.hash if wm else None
@@ -103,24 +104,27 @@ def check_log(log: Log) -> Iterator[Problem]:
                 expect, prev_hash = None, this_hash
                 continue
             seq = int(ev["sequence"])
-            if line_no == 1 and seq != 1 and not (view.watermark() and view.watermark().next_sequence == seq):
+            if line_no == 1 and seq != 1 and not ((wm := view.watermark()) and wm.next_sequence == seq):
                 yield Problem(path, line_no, off, f"log starts at sequence {ev['sequence']}, not 1, and no "
                               "compaction record explains the missing start")
             if expect is not None and seq != expect:
                 if seq > expect:
-                    yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} ({seq - expect} missing)")
+                    yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} "
+                                  f"({seq - expect} missing)")
                 else:
-                    yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back (expected {expect:012d})")
+                    yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back "
+                                  f"(expected {expect:012d})")
             if prev_time is not None and ev["time"] < prev_time:
-                yield Problem(path, line_no, off, f"time {ev['time']} is earlier than the previous event's {prev_time}", WARNING)
+                yield Problem(path, line_no, off, f"time {ev['time']} is earlier than the previous event's {prev_time}",
+                              WARNING)
             if log.is_audit:
                 expected = prev_hash if prev_hash is not None else (GENESIS_HASH if seq == 1 else None)
                 if expected is not None and ev["prevhash"] != expected:
                     before = (f"line {line_no - 1}" if line_no > 1 else
                               "the last line compaction dropped" if prev_hash is not None else "the start of the chain")
-                    yield Problem(path, line_no, off, f"audit chain broken here: prevhash is not the SHA-256 of {before} "
-                                  f"({before} was changed, or this line's prevhash was, or lines were inserted or "
-                                  "removed between them)")
+                    yield Problem(path, line_no, off, "audit chain broken here: prevhash is not the SHA-256 of "
+                                  f"{before} ({before} was changed, or this line's prevhash was, or lines were "
+                                  "inserted or removed between them)")
             expect, prev_time, prev_hash = seq + 1, ev["time"], this_hash
         if view.torn_bytes:
             yield Problem(path, line_no + 1, view.end,

@@ -10,13 +10,14 @@ Contract kept here:
 from __future__ import annotations
 
 import os
+import stat
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from wardrik_cli.errors import BadConfig, NoSuchRoot
 from wardrik_cli.protocol.names import (
-    AUDIT_NAME, DEFAULT_DEPLOYMENT, LOG_SUFFIX, has_wildcards, is_log_id, pattern_regex, validate_deployment,
+    DEFAULT_DEPLOYMENT, LOG_SUFFIX, has_wildcards, is_log_id, pattern_regex, validate_deployment,
     validate_log_id, validate_pattern,
 )
 
@@ -51,6 +52,24 @@ class Root:
     def log_path(self, log_id: str) -> Path:
         return self.path / (validate_log_id(log_id) + LOG_SUFFIX)
 
+    def check_folders(self, path: Path) -> None:
+        """Refuse a path under the root whose folders include a symbolic link: a log is read
+        and written only inside the root (``NotRegular`` names the link)."""
+        try:
+            rel = path.relative_to(self.path)
+        except ValueError:
+            return
+        here = self.path
+        for part in rel.parts[:-1]:
+            here = here / part
+            try:
+                if stat.S_ISLNK(os.lstat(here).st_mode):
+                    from wardrik_cli.errors import NotRegular
+
+                    raise NotRegular(f"{here} is a symbolic link; wardrik never follows links out of a root")
+            except FileNotFoundError:
+                return
+
     def state_path(self, kind: str, log_id: str, name: str) -> Path:
         """A per-log file of the tool's own, e.g. ``.wardrik/locks/acme/triage@lock``.
 
@@ -61,7 +80,7 @@ class Root:
     def exists(self) -> bool:
         return self.path.is_dir()
 
-    def require(self) -> "Root":
+    def require(self) -> Root:
         if not self.path.is_dir():
             what = "is not a directory" if self.path.exists() else "does not exist"
             raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
@@ -80,7 +99,7 @@ class Root:
 
         try:
             data = tomllib.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
             raise BadConfig(f"{f}: not valid TOML: {e}") from None
         dep, ret = data.get("deployment"), data.get("retention")
         for key, val in (("deployment", dep), ("retention", ret)):
@@ -115,7 +134,7 @@ class Root:
                 continue  # .wardrik and every other dot-entry are never logs
             if e.is_dir(follow_symlinks=False):
                 yield from self.iter_log_ids(prefix + name)
-            elif name.endswith(LOG_SUFFIX):
+            elif name.endswith(LOG_SUFFIX) and e.is_file(follow_symlinks=False):  # no links, FIFOs, devices
                 log_id = prefix + name[: -len(LOG_SUFFIX)]
                 if is_log_id(log_id):
                     yield log_id
@@ -126,11 +145,11 @@ class Root:
         for pattern in patterns:
             validate_pattern(pattern)
             if not has_wildcards(pattern):
-                if self.log_path(pattern).is_file():
+                if _names_a_file(self.log_path(pattern)):  # links and FIFOs too: opening them says why not
                     found.add(pattern)
                 continue
             # Walk only the folder the literal prefix pins down.
-            literal = re.split(r"[*?]", pattern, 1)[0]
+            literal = re.split(r"[*?]", pattern, maxsplit=1)[0]
             under = literal.rsplit("/", 1)[0] if "/" in literal else ""
             rx = pattern_regex(pattern)
             found.update(i for i in self.iter_log_ids(under) if rx.fullmatch(i))
@@ -149,3 +168,11 @@ def log_id_from_path(root: Root, path: Path) -> str | None:
         return None
     log_id = s[: -len(LOG_SUFFIX)]
     return log_id if is_log_id(log_id) else None
+
+
+def _names_a_file(path: Path) -> bool:
+    """Something that is not a directory is at ``path`` (a symlink is not followed)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -11,14 +11,14 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
 
 CHUNK = 1 << 20
 PROBE = 1 << 13
 SCAN_THRESHOLD = 1 << 16
 
 
-def iter_lines(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:
+def iter_lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) for each complete line from ``start`` (a line start)
     up to ``end`` (default: the file's size when each chunk is read)."""
     for off, block in iter_blocks(fd, start, end):
@@ -27,10 +27,13 @@ def iter_lines(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[t
             off += len(line) + 1
 
 
-def iter_blocks(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``."""
+def iter_blocks(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``.
+
+    A line longer than a chunk is collected chunk by chunk and joined once, when its newline
+    comes: reading it costs its length, not its length squared."""
     pos = start
-    carry = b""
+    pending: list[bytes] = []  # chunks of a line that has not ended yet
     while True:
         want = CHUNK if end is None else min(CHUNK, end - pos)
         if want <= 0:
@@ -39,11 +42,20 @@ def iter_blocks(fd: int, start: int = 0, end: Optional[int] = None) -> Iterator[
         if not chunk:
             break
         pos += len(chunk)
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield pos - len(data), data[:cut]
-        carry = data[cut:]
+        nl = chunk.rfind(b"\n")
+        if nl < 0:
+            pending.append(chunk)
+            continue
+        cut = nl + 1
+        if pending:
+            pending.append(chunk[:cut])
+            data = b"".join(pending)
+            pending = []
+        else:
+            data = chunk[:cut] if cut < len(chunk) else chunk
+        yield pos - len(chunk) + cut - len(data), data
+        if cut < len(chunk):
+            pending.append(chunk[cut:])
 
 
 def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
@@ -70,7 +82,7 @@ def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
         buf = buf[: j + 1]
 
 
-def complete_end(fd: int, size: Optional[int] = None) -> tuple[int, int]:
+def complete_end(fd: int, size: int | None = None) -> tuple[int, int]:
     """(end of the last complete line, size): the torn tail is ``[end, size)``."""
     if size is None:
         size = os.fstat(fd).st_size
@@ -85,17 +97,17 @@ def complete_end(fd: int, size: Optional[int] = None) -> tuple[int, int]:
     return 0, size
 
 
-def last_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
+def last_line(fd: int, end: int) -> tuple[int, bytes] | None:
     for item in iter_lines_backward(fd, end):
         return item
     return None
 
 
-def first_line(fd: int, end: int) -> Optional[tuple[int, bytes]]:
+def first_line(fd: int, end: int) -> tuple[int, bytes] | None:
     return read_line_at(fd, 0, end)
 
 
-def line_at_or_after(fd: int, pos: int, end: int) -> Optional[tuple[int, bytes]]:
+def line_at_or_after(fd: int, pos: int, end: int) -> tuple[int, bytes] | None:
     """The first complete line starting at or after ``pos``, or None."""
     if pos <= 0:
         return first_line(fd, end)
@@ -115,7 +127,7 @@ def line_at_or_after(fd: int, pos: int, end: int) -> Optional[tuple[int, bytes]]
     return None
 
 
-def read_line_at(fd: int, start: int, end: int) -> Optional[tuple[int, bytes]]:
+def read_line_at(fd: int, start: int, end: int) -> tuple[int, bytes] | None:
     """The complete line starting at ``start``, reading small blocks (probes must stay cheap)."""
     parts = []
     pos, block = start, PROBE
@@ -133,7 +145,7 @@ def read_line_at(fd: int, start: int, end: int) -> Optional[tuple[int, bytes]]:
     return None
 
 
-def bisect(fd: int, end: int, is_after: Callable[[bytes], Optional[bool]]) -> int:
+def bisect(fd: int, end: int, is_after: Callable[[bytes], bool | None]) -> int:
     """Offset of the first complete line for which ``is_after(line)`` is True (``end`` if
     none), assuming the predicate is False then True along the file. ``is_after`` returns
     None for a line it cannot read: a probe steps over such lines, and the final scan skips

@@ -13,9 +13,9 @@ import errno
 import fcntl
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from wardrik_cli.errors import LockTimeout, WriteFailed
 

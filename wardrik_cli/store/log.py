@@ -15,12 +15,15 @@ Contract kept here:
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import orjson
 
 from wardrik_cli.store import lines
+from wardrik_cli.store.fsutil import open_regular
 from wardrik_cli.errors import CorruptLedger, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
@@ -31,7 +34,7 @@ AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in
 def decode_event(raw: bytes) -> dict[str, Any]:
     """A stored line as an event dict; ValueError saying why when it is not one."""
     try:
-        event = _loads(raw)
+        event: dict[str, Any] = _loads(raw)
     except orjson.JSONDecodeError:
         if b"\x00" in raw:
             raise ValueError("line holds NUL bytes, not JSON") from None
@@ -54,7 +57,7 @@ HEAD = b'{"specversion":"1.0","id":"'
 _TYPE_KEY = b'","type":"'  # right after the 36-character id, at offset 63
 
 
-def peek(raw: bytes) -> Optional[tuple[bytes, bytes, bytes]]:
+def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
     """(type, sequence, time) of a line in this tool's own shape, found by looking at bytes.
 
     Lines this tool writes have a fixed key order (specversion, id, type, source, subject,
@@ -84,11 +87,14 @@ class Watermark:
     the new record before it renames the new file in, so until the rename lands the old
     file is described by ``previous``."""
 
-    def __init__(self, inode: int, next_sequence: int, time: Optional[str] = None, hash: Optional[str] = None,
-                 first_time_kept: Optional[str] = None, mtime_ns: Optional[int] = None,
-                 previous: Optional["Watermark"] = None):
+    def __init__(self, inode: int, next_sequence: int, time: str | None = None, hash: str | None = None,
+                 first_time_kept: str | None = None, mtime_ns: int | None = None,
+                 previous: Watermark | None = None):
         self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
         self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
+
+
+TIME_SAMPLES = 32  # lines sampled before a bisected --since, to catch a log whose times are not sorted
 
 
 class Log:
@@ -98,12 +104,12 @@ class Log:
         self.root, self.name, self.path, self.state_key, self.is_audit = root, name, path, state_key, is_audit
 
     @classmethod
-    def agent(cls, root: Root, log_id: str) -> "Log":
+    def agent(cls, root: Root, log_id: str) -> Log:
         validate_log_id(log_id)
         return cls(root, log_id, root.log_path(log_id), log_id)
 
     @classmethod
-    def audit(cls, root: Root) -> "Log":
+    def audit(cls, root: Root) -> Log:
         return cls(root, AUDIT_NAME, root.audit_path, AUDIT_STATE_KEY, is_audit=True)
 
     @property
@@ -115,19 +121,26 @@ class Log:
         return self.root.state_path("watermarks", self.state_key, ".json")
 
     def exists(self) -> bool:
-        return self.path.is_file()
-
-    def open(self) -> "LogView":
+        """Something that is not a directory is at the log's path (``open`` refuses what is
+        not a regular file, naming it)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            return not stat.S_ISDIR(os.lstat(self.path).st_mode)
+        except OSError:
+            return False
+
+    def open(self) -> LogView:
+        try:
+            if not self.is_audit:
+                self.root.check_folders(self.path)
+            fd = open_regular(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return LogView(self, None)
         except OSError as e:
             raise Failure(f"cannot read {self.path}: {e.strerror}") from None
         return LogView(self, fd)
 
-    def read_watermark(self) -> Optional[Watermark]:
-        def build(d: dict, prev: Optional[Watermark]) -> Watermark:
+    def read_watermark(self) -> Watermark | None:
+        def build(d: dict[str, Any], prev: Watermark | None) -> Watermark:
             return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
                              d.get("first_time_kept"), d.get("mtime_ns"), prev)
 
@@ -142,7 +155,7 @@ class Log:
 class LogView:
     """An open, read-only snapshot of one log file (its complete lines at open time)."""
 
-    def __init__(self, log: Log, fd: Optional[int]):
+    def __init__(self, log: Log, fd: int | None):
         self.log = log
         self.fd = fd
         if fd is None:
@@ -152,9 +165,10 @@ class LogView:
             self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
             self.end, self.size = lines.complete_end(fd, st.st_size)
         self.lenient = False
+        self.sorted_by_time = True  # False once a seek by time found the times out of order
         self.first_was_damaged = False  # set when a lenient first() stepped over damaged lines
-        self._first: Optional[tuple[int, dict]] = None
-        self._last: Optional[tuple[int, dict]] = None
+        self._first: tuple[int, dict[str, Any]] | None = None
+        self._last: tuple[int, dict[str, Any]] | None = None
 
     # context manager ---------------------------------------------------------
     def close(self) -> None:
@@ -162,7 +176,7 @@ class LogView:
             os.close(self.fd)
             self.fd = None
 
-    def __enter__(self) -> "LogView":
+    def __enter__(self) -> LogView:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -184,7 +198,7 @@ class LogView:
         return self.size - self.end
 
     # ends --------------------------------------------------------------------
-    def first(self) -> Optional[tuple[int, dict]]:
+    def first(self) -> tuple[int, dict[str, Any]] | None:
         if self._first is None and self.fd is not None:
             if not self.lenient:
                 item = lines.first_line(self.fd, self.end)
@@ -199,7 +213,7 @@ class LogView:
                         self.first_was_damaged = True
         return self._first
 
-    def last(self) -> Optional[tuple[int, dict]]:
+    def last(self) -> tuple[int, dict[str, Any]] | None:
         """The last complete event. A corrupt last line is an error, unless this view is
         lenient (the reader was asked to skip corrupt lines): then the last good one."""
         if self._last is None and self.fd is not None:
@@ -212,7 +226,7 @@ class LogView:
                         raise self.corrupt(off, f"corrupt line ({e})") from None
         return self._last
 
-    def watermark(self) -> Optional[Watermark]:
+    def watermark(self) -> Watermark | None:
         """The compaction record of this file: it must agree with the first kept event, or,
         for an emptied log, be about this very file (same inode). The record compaction
         replaced (``previous``) is tried too: it describes the old file while a compaction that
@@ -252,7 +266,7 @@ class LogView:
         return lines.iter_lines(self.fd, start, self.end)
 
     def decode_or_report(self, offset: int, raw: bytes,
-                         on_corrupt: Optional[Callable[[CorruptLedger], None]]) -> Optional[dict[str, Any]]:
+                         on_corrupt: Callable[[CorruptLedger], None] | None) -> dict[str, Any] | None:
         """The event on this line; for a corrupt line, ``CorruptLedger`` unless the reader
         asked to skip (``on_corrupt`` is told, and None comes back)."""
         try:
@@ -264,8 +278,8 @@ class LogView:
             on_corrupt(err)
             return None
 
-    def events(self, start: int = 0, *, on_corrupt: Optional[Callable[[CorruptLedger], None]] = None,
-               ) -> Iterator[tuple[int, bytes, dict]]:
+    def events(self, start: int = 0, *, on_corrupt: Callable[[CorruptLedger], None] | None = None,
+               ) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
         """(offset, raw line, event) from ``start``; corrupt lines raise unless ``on_corrupt``."""
         for off, raw in self.iter_raw(start):
             event = self.decode_or_report(off, raw, on_corrupt)
@@ -282,23 +296,36 @@ class LogView:
         return self._bisect(lambda e: int(e["sequence"]) > seq)
 
     def offset_at_time(self, t: str) -> int:
-        """Offset of the first line whose time is at or after ``t`` (a stored time string)."""
+        """Offset of the first line whose time is at or after ``t`` (a stored time string).
+
+        Found by bisection, then checked: the line before the answer and samples of the lines
+        before it (``TIME_SAMPLES``, spread evenly) must all be earlier than ``t``. When one is
+        not, the log's times are not sorted (another writer, a hand edit) and the answer is 0:
+        the caller reads from the start, which is exact (``sorted_by_time`` is then False).
+        The limit: a short unsorted stretch between two samples is not seen."""
+        self.sorted_by_time = True
         if self.fd is None:
             return 0
         off = self._bisect(lambda e: e["time"] >= t)
         if off == 0:
             return 0
-        # Check the answer: the line before must be earlier. If not, times go backwards here.
-        prev = lines.last_line(self.fd, off)
-        if prev is None:
-            return off
-        try:
-            ok = decode_event(prev[1])["time"] < t
-        except ValueError:
-            ok = False
-        return off if ok else 0
+        checks = [lines.last_line(self.fd, off)]
+        step = max(off // TIME_SAMPLES, 1)
+        for pos in range(0, off, step):
+            checks.append(lines.line_at_or_after(self.fd, pos, off))
+        for found in checks:
+            if found is None:
+                continue
+            try:
+                earlier = decode_event(found[1])["time"] < t
+            except ValueError:
+                earlier = False  # a damaged line: let the reader meet it from the start
+            if not earlier:
+                self.sorted_by_time = False
+                return 0
+        return off
 
-    def _bisect(self, after: Callable[[dict], bool]) -> int:
+    def _bisect(self, after: Callable[[dict[str, Any]], bool]) -> int:
         class _Unreadable(Exception):
             pass
 
@@ -308,6 +335,7 @@ class LogView:
             except ValueError:
                 raise _Unreadable from None
 
+        assert self.fd is not None  # callers check for an open file first
         try:
             return lines.bisect(self.fd, self.end, is_after)
         except _Unreadable:

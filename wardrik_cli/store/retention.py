@@ -36,16 +36,17 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Any
 
 import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import fsync_dir, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_atomic
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.store.locking import locked, try_lock
@@ -69,10 +70,10 @@ class LogResult:
     kept: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
-    error: Optional[str] = None
+    error: str | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
              "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
         if self.error:
@@ -88,7 +89,7 @@ class SweepResult:
     retention: str
     dry_run: bool
     logs: list[LogResult] = field(default_factory=list)
-    skipped: Optional[str] = None  # set when another sweep held the root
+    skipped: str | None = None  # set when another sweep held the root
 
     @property
     def dropped(self) -> int:
@@ -102,7 +103,7 @@ class SweepResult:
     def failed(self) -> list[LogResult]:
         return [r for r in self.logs if r.error]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = {"logs": [r.to_json() for r in self.logs], "dropped": self.dropped, "kept": self.kept,
              "cutoff": self.cutoff, "retention": self.retention, "dry_run": self.dry_run}
         if self.skipped:
@@ -118,7 +119,7 @@ class _Unreadable(Exception):
 # ---------------------------------------------------------------------------
 # configuration
 # ---------------------------------------------------------------------------
-def resolve_retention(root: Root, given: Optional[str]) -> tuple[str, timedelta]:
+def resolve_retention(root: Root, given: str | None) -> tuple[str, timedelta]:
     """The retention from the flag, else config.toml, else 30 days (validated either way)."""
     if given is not None:
         return given, parse_duration(given)
@@ -132,7 +133,7 @@ def resolve_retention(root: Root, given: Optional[str]) -> tuple[str, timedelta]
     return DEFAULT_RETENTION, parse_duration(DEFAULT_RETENTION)
 
 
-def _root_read_only(root: Root) -> Optional[str]:
+def _root_read_only(root: Root) -> str | None:
     try:
         if os.statvfs(root.path).f_flag & os.ST_RDONLY:
             return "it is on a read-only file system"
@@ -148,9 +149,10 @@ def _root_read_only(root: Root) -> Optional[str]:
 # ---------------------------------------------------------------------------
 def _time(off: int, raw: bytes) -> str:
     try:
-        return decode_event(raw)["time"]
+        t: str = decode_event(raw)["time"]  # decode_event checked it is a str
     except ValueError as e:
         raise _Unreadable(off, f"corrupt line ({e})") from None
+    return t
 
 
 def _seq(off: int, raw: bytes) -> int:
@@ -158,6 +160,12 @@ def _seq(off: int, raw: bytes) -> int:
         return int(decode_event(raw)["sequence"])
     except ValueError as e:
         raise _Unreadable(off, f"corrupt line ({e})") from None
+
+
+def _seq_at(found: tuple[int, bytes] | None) -> int:
+    """``_seq`` of a line the caller knows is there (``lines.first_line`` and the like)."""
+    assert found is not None, "a complete line is there"
+    return _seq(*found)
 
 
 def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool) -> tuple[int, bool]:
@@ -296,13 +304,13 @@ def clean_stale(root: Root) -> list[Path]:
 # one log
 # ---------------------------------------------------------------------------
 def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[int, bytes],
-                    first_kept: Optional[dict], new_mtime_ns: int) -> bytes:
+                    first_kept: dict[str, Any] | None, new_mtime_ns: int) -> bytes:
     raw = last_dropped[1]
     ev = decode_event(raw)
     # inode and mtime identify the new file while it is empty (a copy keeps the mtime).
-    rec: dict = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": ev["time"],
-                 "hash": hashlib.sha256(raw + b"\n").hexdigest(),
-                 "first_time_kept": first_kept["time"] if first_kept else None}
+    rec: dict[str, Any] = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": ev["time"],
+                           "hash": hashlib.sha256(raw + b"\n").hexdigest(),
+                           "first_time_kept": first_kept["time"] if first_kept else None}
     try:
         prev = orjson.loads(log.watermark_path.read_bytes())
         if isinstance(prev, dict):
@@ -314,11 +322,11 @@ def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[i
 
 
 def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
-                lock_timeout: Optional[float] = None, _after_bulk: Optional[Callable[[], None]] = None) -> LogResult:
+                lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it)."""
     res = LogResult(log.name)
     try:
-        fd = os.open(log.path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_regular(log.path, os.O_RDONLY)
     except FileNotFoundError:
         return res
     try:
@@ -331,10 +339,10 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             last = lines.last_line(fd, end0)
             first_seq = _seq(*first) if first else None
             last_seq = _seq(*last) if last else None
-            kept_first = _seq(*lines.line_at_or_after(fd, cut, end0)) if cut < end0 else None
+            kept_first = _seq_at(lines.line_at_or_after(fd, cut, end0)) if cut < end0 else None
         except _Unreadable as e:
             raise Failure(f"{e.what} at byte {e.offset} (see `wardrik check`); not compacted") from None
-        if first is not None:
+        if first_seq is not None and last_seq is not None:  # the log has a complete line
             res.dropped = (kept_first if kept_first is not None else last_seq + 1) - first_seq
             res.kept = (last_seq - kept_first + 1) if kept_first is not None else 0
         if backwards:
@@ -348,7 +356,7 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if cut == 0:
             # Nothing to drop: only cut the torn tail, in place, under the appenders' lock.
             with locked(log.lock_path, timeout=lock_timeout, what=log.name):
-                wfd = os.open(log.path, os.O_RDWR | os.O_CLOEXEC)
+                wfd = open_regular(log.path, os.O_RDWR)
                 try:
                     if os.fstat(wfd).st_ino != st.st_ino:
                         raise Failure("the log was replaced while it was swept; run compact again")
@@ -356,19 +364,20 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                     from wardrik_cli.store.append import cut_torn_tail
                     cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
                     res.bytes_before, res.bytes_after = size1, end1
-                    if last_seq is not None:
-                        res.kept = _seq(*lines.last_line(wfd, end1)) - first_seq + 1
+                    if first_seq is not None and last_seq is not None:
+                        res.kept = _seq_at(lines.last_line(wfd, end1)) - first_seq + 1
                 finally:
                     os.close(wfd)
             return res
+        assert first_seq is not None, "cut > 0: lines come before it"
         return _rewrite(log, fd, st.st_ino, cut, end0, res, first_seq, warn, lock_timeout, _after_bulk)
     finally:
         os.close(fd)
 
 
 def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, first_seq: int,
-             warn: Callable[[str], None], lock_timeout: Optional[float],
-             after_bulk: Optional[Callable[[], None]]) -> LogResult:
+             warn: Callable[[str], None], lock_timeout: float | None,
+             after_bulk: Callable[[], None] | None) -> LogResult:
     tmp = tmp_path(log)
     tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     renamed = False
@@ -380,7 +389,7 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
         # Step 3: under the appenders' lock, the lines appended meanwhile, and the torn tail.
         with locked(log.lock_path, timeout=lock_timeout, what=log.name):
             try:
-                wfd = os.open(log.path, os.O_RDWR | os.O_CLOEXEC)
+                wfd = open_regular(log.path, os.O_RDWR)
             except FileNotFoundError:
                 raise Failure("the log was removed while it was swept") from None
             try:
@@ -401,14 +410,15 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                 st_new = os.fstat(tfd)
                 new_ino = st_new.st_ino
                 last_dropped = lines.last_line(wfd, cut)
+                assert last_dropped is not None, "cut > 0: lines come before it"
                 first_kept_line = lines.first_line(tfd, end1 - cut)
                 first_kept = decode_event(first_kept_line[1]) if first_kept_line else None
                 if first_kept is not None:
                     next_seq = int(first_kept["sequence"])
-                    last_seq = _seq(*lines.last_line(tfd, end1 - cut))
+                    last_seq = _seq_at(lines.last_line(tfd, end1 - cut))
                     res.kept = last_seq - next_seq + 1
                 else:
-                    next_seq = _seq(*lines.last_line(wfd, end1)) + 1
+                    next_seq = _seq_at(lines.last_line(wfd, end1)) + 1
                     res.kept = 0
                 res.dropped = next_seq - first_seq
                 # Step 5: the record, carrying the one it replaces, before the rename.
@@ -418,9 +428,11 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                 os.rename(tmp, log.path)
                 renamed = True
                 fsync_dir(log.path.parent)
+                # Still under the lock: the appender's note moves to the new file (its kept
+                # lines were verified, and the run open at its end is the same run).
+                _carry_verified_note(log, st1, end1, new_ino, end1 - cut, st_new.st_mtime_ns)
             finally:
                 os.close(wfd)
-        _void_verified_note(log)
         return res
     finally:
         os.close(tfd)
@@ -429,6 +441,26 @@ def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, f
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _carry_verified_note(log: Log, old: os.stat_result, old_end: int, new_ino: int, new_size: int,
+                         new_mtime_ns: int) -> None:
+    """Point the appender's note (``store.append``) at the new file when it described the old
+    one exactly; else remove it (the next append then verifies the new file once)."""
+    path = log.root.state_path("verified", log.state_key, ".json")
+    try:
+        note = orjson.loads(path.read_bytes())
+        held = (note["ino"], note["mtime_ns"], note["size"]) == (old.st_ino, old.st_mtime_ns, old_end)
+    except (OSError, ValueError, KeyError, TypeError):
+        held = False
+    if not held:
+        _void_verified_note(log)
+        return
+    try:
+        write_atomic(path, orjson.dumps({"ino": new_ino, "size": new_size, "mtime_ns": new_mtime_ns,
+                                         "trace": note.get("trace")}), durable=False)
+    except OSError:
+        _void_verified_note(log)
 
 
 def _void_verified_note(log: Log) -> None:
@@ -452,14 +484,18 @@ def logs_of(root: Root) -> list[Log]:
 
 
 def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = False,
-          now: Optional[datetime] = None, warn: Callable[[str], None] = lambda m: None,
-          on_start: Optional[Callable[[list[Log]], None]] = None,
-          on_log: Optional[Callable[[LogResult], None]] = None) -> SweepResult:
-    """Compact every log under ``root``; a log that fails is recorded and the others still swept."""
+          now: datetime | None = None, warn: Callable[[str], None] = lambda m: None,
+          on_start: Callable[[list[Log]], None] | None = None,
+          on_log: Callable[[LogResult], None] | None = None,
+          tidy: Callable[[Root], object] | None = None) -> SweepResult:
+    """Compact every log under ``root``; a log that fails is recorded and the others still swept.
+
+    ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
+    passes ``follow.live.cleanup_stale``: the registrations of followers that are gone)."""
     root.require()
     delta = parse_duration(retention)
     try:
-        cutoff = format_dt((now or datetime.now(timezone.utc)) - delta)
+        cutoff = format_dt((now or datetime.now(UTC)) - delta)
     except OverflowError:
         cutoff = format_dt(datetime.min)  # a retention longer than history keeps everything
     result = SweepResult(cutoff, retention, dry_run)
@@ -468,7 +504,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         if why:
             raise ReadOnlyRoot(f"cannot compact {root.path}: {why}; nothing was changed "
                                "(--dry-run reports what a sweep would drop)")
-    lock_fd: Optional[int] = None
+    lock_fd: int | None = None
     if not dry_run:
         lock_path = root.state_path("locks", COMPACT_LOCK_KEY, ".lock")
         try:
@@ -503,17 +539,12 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             result.logs.append(r)
             if on_log:
                 on_log(r)
-        if not dry_run and hasattr(_live(), "cleanup_stale"):
+        if not dry_run and tidy is not None:
             try:
-                _live().cleanup_stale(root)
+                tidy(root)
             except Exception as e:  # follower state is best effort: never fail a sweep for it
                 warn(f"could not clean stale follower state: {e}")
         return result
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
-
-
-def _live():
-    from wardrik_cli.follow import live
-    return live

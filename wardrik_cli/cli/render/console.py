@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from contextvars import ContextVar
-from datetime import datetime, timezone
-from typing import Any, Mapping, Optional, TextIO
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 
 class Display:
     __slots__ = ("color", "local", "verbose", "out", "err", "env")
 
     def __init__(self, *, color: str = "auto", local: bool = False, verbose: bool = False,
-                 out: Optional[TextIO] = None, err: Optional[TextIO] = None,
-                 env: Optional[Mapping[str, str]] = None):
+                 out: TextIO | None = None, err: TextIO | None = None,
+                 env: Mapping[str, str] | None = None):
         self.color, self.local, self.verbose = color, local, verbose
         self.out, self.err, self.env = out, err, env
 
@@ -72,6 +73,20 @@ def _console_class() -> Any:
             def on_broken_pipe(self) -> None:
                 raise BrokenPipeError
 
+            def _render_buffer(self, buffer: Any) -> str:
+                # The one place every printed string passes: controls in it are made
+                # visible (cli.safe_text), and no hyperlink is ever emitted (wardrik makes
+                # none; one could only come from markup smuggled in data).
+                from rich.segment import Segment
+
+                from wardrik_cli.cli.safe_text import safe
+
+                clean = (
+                    seg if control else Segment(safe(text), style.update_link(None) if style and style.link else style)
+                    for seg in buffer for text, style, control in (seg,)
+                )
+                return str(super()._render_buffer(clean))
+
         _CONSOLE_CLASS = _Console
     return _CONSOLE_CLASS
 
@@ -79,7 +94,7 @@ def _console_class() -> Any:
 # ---------------------------------------------------------------------------
 # times
 # ---------------------------------------------------------------------------
-def _dt(t: Any) -> Optional[datetime]:
+def _dt(t: Any) -> datetime | None:
     if not isinstance(t, str) or len(t) < 19:
         return None
     try:
@@ -87,14 +102,30 @@ def _dt(t: Any) -> Optional[datetime]:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone() if display().local else dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(_local_zone()) if display().local else dt.astimezone(UTC)
+
+
+def _local_zone() -> Any:
+    """The zone ``--local`` shows: the invocation's ``TZ`` when it is not the process's own (an
+    in-process run given an environment of its own; a zone name like ``Asia/Tokyo``), else
+    None, the process's local time."""
+    env = display().env
+    tz = env.get("TZ") if env is not None else None
+    if not tz or tz == os.environ.get("TZ"):
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(tz[1:] if tz.startswith(":") else tz)
+    except (ValueError, KeyError, OSError):  # not a zone name (a POSIX rule like JST-9): the process's
+        return None
 
 
 def tz_label() -> str:
     if not display().local:
         return "UTC"
-    off = datetime.now().astimezone().strftime("%z")
+    off = datetime.now(UTC).astimezone(_local_zone()).strftime("%z")
     return f"{off[:3]}:{off[3:]}" if off else "local"
 
 
@@ -117,12 +148,12 @@ def short_time(t: Any) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S") if dt else str(t or "")
 
 
-def ago(t: Any, now: Optional[datetime] = None) -> str:
+def ago(t: Any, now: datetime | None = None) -> str:
     """How long since t, compactly: ``42s``, ``3m 12s``, ``2h 05m``, ``4d 3h``."""
     dt = _dt(t)
     if dt is None:
         return ""
-    secs = int(((now or datetime.now(timezone.utc)) - dt).total_seconds())
+    secs = int(((now or datetime.now(UTC)) - dt).total_seconds())
     return duration(max(secs, 0) * 1000.0)
 
 

@@ -19,12 +19,15 @@ What it keeps, for every command alike:
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.protocol.catalogue import short_name
-from wardrik_cli.cli.render.console import ago, clock, console, day_of, display, duration, short_time, tz_label  # noqa: F401
+from wardrik_cli.cli.render.console import clock, console, day_of, display, short_time, tz_label
 from wardrik_cli.cli.render.summary import delta_key, delta_text, family, is_live, summarize
+
+if TYPE_CHECKING:
+    from rich.pretty import Pretty
 
 # One colour per event family (summary.family); render_fold uses the same ones.
 STYLES = {
@@ -40,11 +43,11 @@ TYPE_WIDTH = 19  # the longest kept type, tool_call.completed / reasoning.comple
 # ---------------------------------------------------------------------------
 # event lines
 # ---------------------------------------------------------------------------
-def event_style(event: dict) -> str:
+def event_style(event: dict[str, Any]) -> str:
     return STYLES.get(family(str(event.get("type", ""))), "white")
 
 
-def log_of(event: dict) -> str:
+def log_of(event: dict[str, Any]) -> str:
     src = str(event.get("source", ""))
     if "/agents/" in src:
         return src.split("/agents/", 1)[1]
@@ -63,7 +66,7 @@ class EventLines:
         self.c = c if c is not None else console()
         self.header = header
         self.log_w, self.seq_w, self.type_w = log_width, seq_width, type_width
-        self.day: Optional[str] = None
+        self.day: str | None = None
         self.count = 0
         self.wide = False  # the date on every row, no day lines
 
@@ -135,7 +138,7 @@ class EventLines:
         self.count += 1
 
 
-def _seq_text(ev: dict) -> str:
+def _seq_text(ev: dict[str, Any]) -> str:
     seq = ev.get("sequence")
     if seq:
         try:
@@ -145,7 +148,7 @@ def _seq_text(ev: dict) -> str:
     return "–" if short_name(str(ev.get("type", ""))) == "events.dropped" else "~"
 
 
-def data_json(event: dict) -> Any:
+def data_json(event: dict[str, Any]) -> Any:
     """The event's data (and, for -v, its id and trace) as indented, highlighted JSON."""
     import json
 
@@ -153,6 +156,7 @@ def data_json(event: dict) -> Any:
     from rich.padding import Padding
 
     data = event.get("data")
+    shown: JSON | Pretty
     try:
         shown = JSON(json.dumps(data, ensure_ascii=False, default=str), indent=2)
     except (TypeError, ValueError):
@@ -165,7 +169,7 @@ def print_events(items: Iterable[Any], *, header: bool = True, c: Any = None, me
     """Print items as rows, measuring the first ``measure_first`` for the column widths; the count."""
     lines = EventLines(c, header=header, type_width=4, seq_width=3 if header else 1)
     it = iter(items)
-    first: list = []
+    first: list[Any] = []
     for item in it:
         first.append(item)
         if len(first) >= measure_first:
@@ -183,7 +187,7 @@ def print_events(items: Iterable[Any], *, header: bool = True, c: Any = None, me
     return lines.count
 
 
-def print_page(items: Iterable[Any], next_cursor_fn) -> None:
+def print_page(items: Iterable[Any], next_cursor_fn: Callable[[], str]) -> None:
     """``page`` and ``audit page``: the rows, then ``next: CURSOR`` last."""
     c = console()
     n = print_events(items, c=c)
@@ -195,13 +199,13 @@ def print_page(items: Iterable[Any], next_cursor_fn) -> None:
 class _Item:
     __slots__ = ("log", "raw", "event", "seq")
 
-    def __init__(self, log: str, event: dict) -> None:
+    def __init__(self, log: str, event: dict[str, Any]) -> None:
         self.log, self.raw, self.event = log, b"", event
         seq = event.get("sequence")
         self.seq = int(seq) if seq else None
 
 
-def print_appended(events: list[dict]) -> None:
+def print_appended(events: list[dict[str, Any]]) -> None:
     """``append`` and ``audit record`` in pretty: the stored events as rows."""
     print_events([_Item(log_of(e), e) for e in events], header=False)
 
@@ -223,7 +227,7 @@ class FollowPrinter:
     def __init__(self) -> None:
         self.c = console()
         self.lines = EventLines(self.c, type_width=TYPE_WIDTH, seq_width=2, log_width=12)
-        self.stream: Optional[tuple] = None  # (log, message id, type) of the open text stream
+        self.stream: tuple[str, Any, str] | None = None  # (log, message id, type) of the open text stream
         self.col = 0
 
     def __call__(self, item: Any) -> None:

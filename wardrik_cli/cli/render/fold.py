@@ -8,12 +8,20 @@ follow ``render`` (the event families' colours, UTC unless ``--local``).
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Optional
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from wardrik_cli.cli.render.events import STYLES, ago, clock, console, duration, short_time
+from wardrik_cli.cli.render.console import ago, clock, console, day_of, duration, short_time, tz_label
+from wardrik_cli.cli.render.events import STYLES
 from wardrik_cli.cli.render.summary import doing_text, one_line
-from wardrik_cli.fold.views import BUILTIN_TYPES as BUILTIN, ViewFailed, activity_of
+from wardrik_cli.folding.views import BUILTIN_TYPES as BUILTIN
+from wardrik_cli.folding.views import ViewFailed, activity_of
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
+    from wardrik_cli.folding.engine import FoldResult
 
 _STATUS = {"completed": "green", "answered": "green", "running": "bold yellow", "failed": "bold red",
            "unfinished": "red", "abandoned": "red", "empty": "dim"}
@@ -23,13 +31,14 @@ def _dur(ms: Any) -> str:
     return duration(ms)
 
 
-def state_panel(s: dict) -> Any:
+def state_panel(s: dict[str, Any]) -> Any:
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
     t = Table.grid(padding=(0, 2))
-    t.add_column(style="bold", no_wrap=True, min_width=max((len(str(k)) for k in s), default=5) if isinstance(s, dict) else 5)
+    key_width = max((len(str(k)) for k in s), default=5) if isinstance(s, dict) else 5
+    t.add_column(style="bold", no_wrap=True, min_width=key_width)
     t.add_column(overflow="ellipsis", no_wrap=True)
     for k, v in s.items() if isinstance(s, dict) else []:
         if v is None:
@@ -48,7 +57,7 @@ def _cut(text: Any) -> Any:
     return text
 
 
-def timeline_tree(s: dict) -> Any:
+def timeline_tree(s: dict[str, Any]) -> Any:
     from rich.text import Text
     from rich.tree import Tree
 
@@ -91,17 +100,16 @@ def timeline_tree(s: dict) -> Any:
     return tree
 
 
-def _doing_text(doing: list) -> str:
+def _doing_text(doing: list[Any]) -> str:
     return doing_text(doing) or "idle"
 
 
-def activity_panel(act: dict) -> Any:
+def activity_panel(act: dict[str, Any]) -> Any:
     return activity_table({"": act})
 
 
 def _since(t: str, now: datetime) -> str:
     """A time of day when it is today, else month-day and minutes: ``09:12:03``, ``11-29 22:10``."""
-    from wardrik_cli.cli.render.events import day_of
     today = day_of(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     return clock(t) if day_of(t) == today else short_time(t)[5:16]
 
@@ -109,14 +117,14 @@ def _since(t: str, now: datetime) -> str:
 class _ActivityTable:
     """A table whose "for" column is computed when it is drawn, so a live display ticks."""
 
-    def __init__(self, acts: dict[str, dict], title: Optional[str]) -> None:
+    def __init__(self, acts: dict[str, dict[str, Any]], title: str | None) -> None:
         self.acts, self.title = acts, title
 
-    def __rich_console__(self, c: Any, options: Any):
+    def __rich_console__(self, c: Console, options: ConsoleOptions) -> RenderResult:
         from rich.table import Table
         from rich.text import Text
 
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         rows = []
         for log, a in self.acts.items():
             doing = a.get("doing") or []
@@ -139,32 +147,32 @@ class _ActivityTable:
             if head == "doing":
                 table.add_column(head, overflow="ellipsis", no_wrap=True, width=max(5, min(width, rest)))
             else:
-                table.add_column(head, no_wrap=True, min_width=width, justify="right" if head in ("for", "pending") else "left")
+                table.add_column(head, no_wrap=True, min_width=width,
+                                 justify="right" if head in ("for", "pending") else "left")
         for r in rows:
             table.add_row(*r)
         yield table
 
 
-def activity_table(acts: dict[str, dict], title: Optional[str] = None) -> Any:
+def activity_table(acts: dict[str, dict[str, Any]], title: str | None = None) -> Any:
     return _ActivityTable(acts, title)
 
 
 class _Title:
     def __str__(self) -> str:
-        from wardrik_cli.cli.render.events import tz_label
-        return f"activity at {clock(datetime.now(timezone.utc).isoformat())} {tz_label()}  (Ctrl-C quits)"
+        return f"activity at {clock(datetime.now(UTC).isoformat())} {tz_label()}  (Ctrl-C quits)"
 
 
-def watch_table(acts: dict[str, dict]) -> Any:
+def watch_table(acts: dict[str, dict[str, Any]]) -> Any:
     """``activity --watch``: the table under a title with the time it was drawn."""
     return _WatchTable(acts)
 
 
 class _WatchTable(_ActivityTable):
-    def __init__(self, acts: dict[str, dict]) -> None:
+    def __init__(self, acts: dict[str, dict[str, Any]]) -> None:
         super().__init__(acts, None)
 
-    def __rich_console__(self, c: Any, options: Any):
+    def __rich_console__(self, c: Console, options: ConsoleOptions) -> RenderResult:
         from rich.text import Text
 
         yield Text(str(_Title()), style="dim")
@@ -174,11 +182,25 @@ class _WatchTable(_ActivityTable):
         yield from super().__rich_console__(c, options)
 
 
-BUILTIN_RENDERERS = {"state": state_panel, "timeline": timeline_tree,
-                     "activity": lambda s: activity_panel(activity_of(s))}
+BUILTIN_RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "state": state_panel, "timeline": timeline_tree, "activity": lambda s: activity_panel(activity_of(s)),
+}
 
 
-def print_fold(result: Any, view: Any) -> None:
+def watch_live(snapshot: Callable[[], dict[str, Any]], changes: Iterable[bool]) -> None:
+    """``activity --watch`` on a terminal: the table redrawn at each change, and every tick."""
+    from rich.live import Live
+
+    acts = snapshot()
+    with Live(watch_table(acts), console=console(), auto_refresh=False) as live:
+        for changed in changes:
+            if changed:
+                acts = snapshot()
+                live.update(watch_table(acts))
+            live.refresh()  # the "for" column ticks even when nothing changed
+
+
+def print_fold(result: FoldResult, view: Any) -> None:
     """``fold`` in pretty: a built-in view's panel or tree, a custom view's ``render``, else the state."""
     from rich.text import Text
 
@@ -199,7 +221,7 @@ def print_fold(result: Any, view: Any) -> None:
     c.print(shown)
 
 
-def print_activities(acts: dict[str, dict]) -> None:
+def print_activities(acts: dict[str, dict[str, Any]]) -> None:
     c = console()
     if not acts:
         c.print("[dim]no logs matched[/dim]")

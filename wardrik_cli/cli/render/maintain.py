@@ -6,16 +6,26 @@ terminal and the logs are big enough to wait for (``PROGRESS_MIN_BYTES``).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from wardrik_cli.cli.render.console import console
 from wardrik_cli.cli.render.events import STYLES
 from wardrik_cli.cli.render.summary import family
 
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+    from rich.progress import Progress, TaskID
+
+    from wardrik_cli.protocol.catalogue import EventType
+    from wardrik_cli.store.check import Problem
+    from wardrik_cli.store.log import Log
+    from wardrik_cli.store.retention import LogResult, SweepResult
+
 PROGRESS_MIN_BYTES = 64 << 20  # a sweep this big gets a progress bar on a terminal
 
 
-def print_types(types: list[Any]) -> None:
+def print_types(types: list[EventType]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -35,7 +45,7 @@ def print_types(types: list[Any]) -> None:
             "'wardrik.' prefix and stored with it.[/dim]", highlight=False)
 
 
-def progress(logs: list, what: str = "checking") -> Iterator[Any]:
+def progress(logs: list[Log], what: str = "checking") -> Iterator[Log]:
     """Yield each log, with a progress bar on stderr when it is a terminal and the logs are big."""
     sizes = []
     for lg in logs:
@@ -53,7 +63,7 @@ def progress(logs: list, what: str = "checking") -> Iterator[Any]:
                    TextColumn("{task.description}"), console=console(stderr=True), transient=True)
     with bar:
         task = bar.add_task("", total=total)
-        for lg, size in zip(logs, sizes):
+        for lg, size in zip(logs, sizes, strict=True):
             bar.update(task, description=str(lg.name))
             yield lg
             bar.update(task, advance=size)
@@ -80,11 +90,9 @@ def _hint(what: str) -> str:
     return ""
 
 
-def print_check(problems: list[Any], logs: Any) -> None:
-    """``check`` in pretty: each problem (FILE:LINE: OFFSET: WHAT, with a hint), then a table per log.
-
-    ``logs`` is the list of ``ledger.Log`` checked (or, from older callers, how many).
-    """
+def print_check(problems: list[Problem], logs: list[Log]) -> None:
+    """``check`` in pretty: each problem (FILE:LINE: OFFSET: WHAT, with a hint), then a table of
+    the ``logs`` checked."""
     from rich.table import Table
     from rich.text import Text
 
@@ -100,9 +108,9 @@ def print_check(problems: list[Any], logs: Any) -> None:
         c.print(t, soft_wrap=True)
     errors = sum(1 for p in problems if p.severity == "error")
     warns = len(problems) - errors
-    n_logs = logs if isinstance(logs, int) else len(logs)
-    if not isinstance(logs, int) and logs:
-        by_file: dict[str, list] = {}
+    n_logs = len(logs)
+    if logs:
+        by_file: dict[str, list[Problem]] = {}
         for p in problems:
             by_file.setdefault(str(p.file), []).append(p)
         table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2), title_justify="left")
@@ -148,11 +156,12 @@ class SweepProgress:
     """A Rich progress bar on stderr, shown only when the sweep is big enough to wait for."""
 
     def __init__(self) -> None:
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+        self.sizes: dict[str, int] = {}
 
-    def start(self, logs) -> None:
-        sizes = {}
+    def start(self, logs: list[Log]) -> None:
+        sizes: dict[str, int] = {}
         for lg in logs:
             try:
                 sizes[lg.name] = lg.path.stat().st_size
@@ -164,13 +173,13 @@ class SweepProgress:
             return
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.bar = Progress(TextColumn("compacting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.description}"), console=console(stderr=True), transient=True)
-        self.bar.start()
-        self.task = self.bar.add_task("", total=total)
+        bar = Progress(TextColumn("compacting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                       TextColumn("{task.description}"), console=console(stderr=True), transient=True)
+        bar.start()
+        self.bar, self.task = bar, bar.add_task("", total=total)
 
-    def advance(self, r) -> None:
-        if self.bar is not None:
+    def advance(self, r: LogResult) -> None:
+        if self.bar is not None and self.task is not None:
             self.bar.update(self.task, advance=self.sizes.get(r.log, 0), description=r.log)
 
     def stop(self) -> None:
@@ -178,20 +187,22 @@ class SweepProgress:
             self.bar.stop()
 
 
-def print_sweep(result) -> None:
+def print_sweep(result: SweepResult) -> None:
     from rich.table import Table
     from rich.text import Text
 
     c = console()
     if result.skipped:
-        c.print(f"[yellow]skipped[/yellow]: {result.skipped}")
+        c.print(Text.assemble(("skipped", "yellow"), f": {result.skipped}"))
         return
     title = f"{'dry run: would drop' if result.dry_run else 'dropped'} events before {result.cutoff} " \
             f"(retention {result.retention})"
     c.print(Text(title, style="bold"))  # above the table, not its title: a title wraps to the table's width
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col, just in (("log", "left"), ("dropped", "right"), ("kept", "right"), ("bytes before", "right"),
-                      ("bytes after", "right"), ("", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("log", "left"), ("dropped", "right"), ("kept", "right"), ("bytes before", "right"), ("bytes after", "right"),
+        ("", "left"))
+    for col, just in columns:
         table.add_column(col, justify=just)
     for r in result.logs:
         note = Text(f"error: {r.error}", style="red") if r.error else \

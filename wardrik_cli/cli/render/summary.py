@@ -34,9 +34,15 @@ def family(type_name: str) -> str:
     return head if head in FAMILIES else "other"
 
 
-def is_live(event: dict) -> bool:
+def is_live(event: dict[str, Any]) -> bool:
     """Live events (deltas, progress, activity.changed) have no sequence; a dropped notice is not live."""
     return not event.get("sequence") and short_name(str(event.get("type", ""))) != "events.dropped"
+
+
+def _data_of(event: dict[str, Any]) -> dict[str, Any]:
+    """The event's data, or {} when it is not an object."""
+    d = event.get("data")
+    return d if isinstance(d, dict) else {}
 
 
 def _g(data: Any, *path: str) -> Any:
@@ -78,7 +84,7 @@ def _join(*parts: Any) -> str:
     return " · ".join(p for p in (one_line(x) for x in parts) if p)
 
 
-def _tool(d: dict) -> str:
+def _tool(d: dict[str, Any]) -> str:
     name = one_line(_g(d, "tool", "name"))
     cid = one_line(_g(d, "tool", "call", "id"))
     if name and cid:
@@ -86,16 +92,16 @@ def _tool(d: dict) -> str:
     return name or cid
 
 
-def summarize(event: dict) -> str:
+def summarize(event: dict[str, Any]) -> str:
     try:
         return _summarize(event)
     except Exception:  # a summary must never stop a reader; show the data instead
         return words(event.get("data") if isinstance(event, dict) else event, 20)
 
 
-def _summarize(event: dict) -> str:
+def _summarize(event: dict[str, Any]) -> str:
     t = short_name(str(event.get("type", "")))
-    d = event.get("data") if isinstance(event.get("data"), dict) else {}
+    d = _data_of(event)
     if t == "run.started":
         rid = one_line(_g(d, "run", "id"))[:8]
         ids = _g(d, "run", "message_ids")
@@ -149,7 +155,7 @@ def _summarize(event: dict) -> str:
     return words(d, 20)
 
 
-def _delta_text(d: dict) -> str:
+def _delta_text(d: dict[str, Any]) -> str:
     for k in ("delta", "text", "content"):
         v = d.get(k)
         if isinstance(v, str):
@@ -159,26 +165,26 @@ def _delta_text(d: dict) -> str:
     return ""
 
 
-def delta_text(event: dict) -> str:
+def delta_text(event: dict[str, Any]) -> str:
     """The streamed text of a ``message.delta``/``reasoning.delta`` (newlines kept)."""
-    d = event.get("data") if isinstance(event.get("data"), dict) else {}
+    d = _data_of(event)
     return _delta_text(d)
 
 
-def delta_key(event: dict) -> Any:
+def delta_key(event: dict[str, Any]) -> Any:
     """What a delta streams into: its message id (None when the data names none)."""
-    d = event.get("data") if isinstance(event.get("data"), dict) else {}
+    d = _data_of(event)
     return _g(d, "message", "id")
 
 
-def doing_text(doing: list) -> str:
+def doing_text(doing: list[Any]) -> str:
     """What an activity's ``doing`` list says in words: ``tool query_metrics (t1)``, ``model call m2``."""
     parts = []
     for e in doing:
         if not isinstance(e, dict):
             continue
         t = short_name(str(e.get("type", "")))
-        d = e.get("data") if isinstance(e.get("data"), dict) else {}
+        d = _data_of(e)
         if t == "tool_call.started":
             parts.append(f"tool {_tool(d)}")
         elif t == "message.started":

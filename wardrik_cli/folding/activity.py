@@ -17,35 +17,36 @@ Contract kept here (CONTRACT.md, ``activity``):
 """
 from __future__ import annotations
 
-from typing import Optional
+
+from typing import Any
 
 import orjson
 
-from wardrik_cli.fold import checkpoint
-from wardrik_cli.fold.engine import OnCorrupt, Target, fold_target, Scan
+from wardrik_cli.folding import checkpoint
+from wardrik_cli.folding.engine import OnCorrupt, Target, fold_target, Scan
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event, peek
-from wardrik_cli.fold.views import ActivityView, activity_of, types_of
+from wardrik_cli.folding.views import ActivityView, activity_of, types_of
 
 VIEW = "activity"
 
 
-def activity(log: Log, on_corrupt: OnCorrupt = None) -> dict:
+def activity(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
     """``{"doing", "since", "pending"}`` of one log."""
     res = fold_target(Target(log.name, log, True), ActivityView(), VIEW, on_corrupt=on_corrupt)
     return activity_of(res.state)
 
 
-def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict]:
+def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:
     return {log.name: activity(log, on_corrupt) for log in logs}
 
 
 _WANTED = frozenset(t.encode() for t in ActivityView.types)
 
 
-def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> Optional[bytes]:
+def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> bytes | None:
     """The live activity.changed line (with its newline) if ``lines_in`` changed the activity."""
-    raws = [l.rstrip(b"\n") for l in lines_in if l.strip()]
+    raws = [line.rstrip(b"\n") for line in lines_in if line.strip()]
     if not raws:
         return None
     if all((p := peek(r)) is not None and p[0] not in _WANTED for r in raws):
@@ -73,6 +74,7 @@ def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> Optional[by
             return None  # a corrupt line before ours: followers get no activity.changed
         before = activity_of(state)
         types = types_of(view)
+        assert types is not None  # the activity view names what it reads
         for e in events:
             if e["type"] in types:
                 state = view.apply(state, e)
@@ -92,7 +94,7 @@ def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> Optional[by
     return _live_line(log, events[-1], after)
 
 
-def _live_line(log: Log, last: dict, act: dict) -> bytes:
+def _live_line(log: Log, last: dict[str, Any], act: dict[str, Any]) -> bytes:
     from wardrik_cli.store.append import live_event, make_item
     from wardrik_cli.protocol.envelope import new_span_id, trace_id_of
     from wardrik_cli.protocol.catalogue import LIVE

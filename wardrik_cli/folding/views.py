@@ -11,8 +11,9 @@ The protocol (duck-typed, so any object will do):
   sequence of the last event read (applied or skipped); the ``state`` view sets
   ``applied_through`` there, so skipped lines still count.
 - optional ``render(state)``: something Rich can print (or a string), for ``--format pretty``
-  (the built-in views are drawn by the command line's renderer). A view whose ``initial``, ``apply``, ``finish`` or ``render`` raises ends the fold with one
-  ``ViewFailed`` error naming the view (and the sequence), never a traceback.
+  (the built-in views are drawn by the command line's renderer). A view whose ``initial``,
+  ``apply``, ``finish`` or ``render`` raises ends the fold with one ``ViewFailed`` error
+  naming the view (and the sequence), never a traceback.
 - optional ``version``: a string that changes whenever the view's code changes what it
   computes. A checkpoint carries it; one with another version is discarded. A custom view
   without one gets the hash of its module's source file.
@@ -39,7 +40,7 @@ import importlib
 import os
 import sys
 from datetime import datetime
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from wardrik_cli.errors import BadView, Failure
 
@@ -50,7 +51,7 @@ P = "wardrik."
 class View(Protocol):
     def initial(self) -> Any: ...
 
-    def apply(self, state: Any, event: dict) -> Any: ...
+    def apply(self, state: Any, event: dict[str, Any]) -> Any: ...
 
 
 class ViewFailed(Failure):
@@ -65,14 +66,20 @@ def _g(d: Any, *path: str) -> Any:
     return d
 
 
-def _seq_of(event: dict) -> int:
+def _data_of(event: dict[str, Any]) -> dict[str, Any]:
+    """The event's data, or {} when it is not an object."""
+    d = event.get("data")
+    return d if isinstance(d, dict) else {}
+
+
+def _seq_of(event: dict[str, Any]) -> int:
     s = event.get("sequence")
     if s is not None:
         return int(s)
     return int(event.get("seq") or 0)
 
 
-def _duration_ms(start: Optional[str], end: Optional[str]) -> Optional[float]:
+def _duration_ms(start: str | None, end: str | None) -> float | None:
     """Milliseconds between two stored (or RFC 3339) times; None when either is missing."""
     if not isinstance(start, str) or not isinstance(end, str):
         return None
@@ -100,12 +107,12 @@ class StateView:
         "run.created", "model.responded", "tool.returned", "run.completed",
     })
 
-    def initial(self) -> dict:
+    def initial(self) -> dict[str, Any]:
         return {"status": "empty", "task": None, "turns": 0, "tool_calls": 0, "answer": None, "applied_through": 0}
 
-    def apply(self, s: dict, e: dict) -> dict:
+    def apply(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
         t = e.get("type")
-        data = e.get("data") if isinstance(e.get("data"), dict) else {}
+        data = _data_of(e)
         if t == P + "run.started" or t == "run.created":
             s.update(status="running", task=data.get("task"), turns=0, tool_calls=0, answer=None)
         elif t == P + "message.completed" or t == "model.responded":
@@ -120,7 +127,7 @@ class StateView:
         s["applied_through"] = _seq_of(e)
         return s
 
-    def finish(self, s: dict, through: int) -> dict:
+    def finish(self, s: dict[str, Any], through: int) -> dict[str, Any]:
         s["applied_through"] = through
         return s
 
@@ -148,11 +155,11 @@ class TimelineView:
         self.max_runs = max_runs or self.MAX_RUNS
         self.max_items = max_items or self.MAX_ITEMS
 
-    def initial(self) -> dict:
+    def initial(self) -> dict[str, Any]:
         return {"runs": [], "earlier_runs": 0}
 
     # -- helpers -------------------------------------------------------------
-    def _new_run(self, s: dict, run_id: Any, e: dict, task: Any, status: str) -> dict:
+    def _new_run(self, s: dict[str, Any], run_id: Any, e: dict[str, Any], task: Any, status: str) -> dict[str, Any]:
         run = {"run": run_id, "task": task, "status": status, "started": e.get("time"), "ended": None,
                "duration_ms": None, "seq": _seq_of(e), "items": [], "earlier_items": 0}
         s["runs"].append(run)
@@ -161,20 +168,20 @@ class TimelineView:
             s["earlier_runs"] += 1
         return run
 
-    def _current(self, s: dict, e: dict) -> dict:
-        runs = s["runs"]
+    def _current(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
+        runs: list[dict[str, Any]] = s["runs"]
         if runs and runs[-1]["status"] in ("running", "outside a run"):
             return runs[-1]
         # Work outside any run (a host's tool call, a log cut by compaction mid-run).
         return self._new_run(s, None, e, None, "outside a run")
 
-    def _add(self, run: dict, item: dict) -> None:
+    def _add(self, run: dict[str, Any], item: dict[str, Any]) -> None:
         run["items"].append(item)
         if len(run["items"]) > self.max_items:
             del run["items"][0]
             run["earlier_items"] += 1
 
-    def _close(self, run: dict, kind: str, ident: Any, e: dict, status: str, **extra: Any) -> bool:
+    def _close(self, run: dict[str, Any], kind: str, ident: Any, e: dict[str, Any], status: str, **extra: Any) -> bool:
         for item in reversed(run["items"]):
             if item["kind"] == kind and item["id"] == ident and item["status"] == "running":
                 item["ended"] = e.get("time")
@@ -184,12 +191,12 @@ class TimelineView:
                 return True
         return False
 
-    def _open(self, s: dict, e: dict, kind: str, ident: Any, name: Any = None) -> None:
+    def _open(self, s: dict[str, Any], e: dict[str, Any], kind: str, ident: Any, name: Any = None) -> None:
         run = self._current(s, e)
         self._add(run, {"kind": kind, "id": ident, "name": name, "status": "running", "started": e.get("time"),
                         "ended": None, "duration_ms": None, "seq": _seq_of(e)})
 
-    def _end_run(self, s: dict, e: dict, status: str) -> None:
+    def _end_run(self, s: dict[str, Any], e: dict[str, Any], status: str) -> None:
         run = self._current(s, e)
         run["status"], run["ended"] = status, e.get("time")
         run["duration_ms"] = _duration_ms(run["started"], run["ended"])
@@ -198,9 +205,9 @@ class TimelineView:
                 item["status"] = "unfinished"
 
     # -- apply ---------------------------------------------------------------
-    def apply(self, s: dict, e: dict) -> dict:
+    def apply(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
         t = e.get("type")
-        d = e.get("data") if isinstance(e.get("data"), dict) else {}
+        d = _data_of(e)
         if t == P + "run.started" or t == "run.created":
             if s["runs"] and s["runs"][-1]["status"] == "running":
                 self._end_run(s, e, "abandoned")  # a new run began without the last one ending
@@ -264,12 +271,12 @@ class ActivityView:
         P + "input.requested",
     })
 
-    def initial(self) -> dict:
+    def initial(self) -> dict[str, Any]:
         return {"tools": [], "last": None, "pending": []}
 
-    def apply(self, s: dict, e: dict) -> dict:
+    def apply(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
         t = e.get("type")
-        d = e.get("data") if isinstance(e.get("data"), dict) else {}
+        d = _data_of(e)
         if t == P + "tool_call.started":
             s["tools"].append(e)
         elif t == P + "tool_call.completed" or t == P + "tool_call.failed":
@@ -293,7 +300,7 @@ class ActivityView:
 
 
 
-def activity_of(state: dict) -> dict:
+def activity_of(state: dict[str, Any]) -> dict[str, Any]:
     """The contract's ``{"doing", "since", "pending"}`` from an activity view's state."""
     doing = list(state["tools"]) if state["tools"] else ([state["last"]] if state["last"] is not None else [])
     since = doing[0].get("time") if doing else None
@@ -351,10 +358,13 @@ def load(spec: str) -> Any:
 
 
 def name_of(view: Any, spec: str) -> str:
-    return getattr(view, "name", None) if spec in BUILTIN else spec
+    if spec in BUILTIN:
+        name: str = view.name  # every built-in view has one
+        return name
+    return spec
 
 
-def version_of(view: Any, spec: Optional[str] = None) -> str:
+def version_of(view: Any, spec: str | None = None) -> str:
     """The view's ``version``, else a hash of its module's source (a code change discards checkpoints)."""
     v = getattr(view, "version", None)
     if isinstance(v, (str, int)) and not isinstance(v, bool):
@@ -370,7 +380,7 @@ def version_of(view: Any, spec: Optional[str] = None) -> str:
     return "unversioned"
 
 
-def types_of(view: Any) -> Optional[frozenset[str]]:
+def types_of(view: Any) -> frozenset[str] | None:
     """The view's ``types`` with and without the prefix (``tool_call.started`` reads the stored
     ``wardrik.tool_call.started``; seed 000's names stay as they are); None: every event."""
     t = getattr(view, "types", None)

@@ -35,7 +35,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -78,7 +78,7 @@ def root_writable(log: Log) -> bool:
     return True
 
 
-def load(log: Log, lv: LogView, view_name: str, version: str) -> Optional[Checkpoint]:
+def load(log: Log, lv: LogView, view_name: str, version: str) -> Checkpoint | None:
     """The checkpoint of this (log, view), if it is readable and matches the log now; else None."""
     p = path_for(log, view_name)
     try:
@@ -111,7 +111,7 @@ def _sha256(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _seq_id(raw: bytes) -> tuple[Optional[int], Any]:
+def _seq_id(raw: bytes) -> tuple[int | None, Any]:
     # The same bytes were decoded when the checkpoint was saved; decoding them again makes
     # the checkpoint's own fields (seq, id) agree with its hashes, whoever edited the file.
     try:

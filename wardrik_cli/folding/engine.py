@@ -13,11 +13,10 @@ Contract kept here:
   valid and it is not past ``--at``; the state is saved again when the fold got further,
   unless a corrupt line was skipped (a checkpoint must equal the full fold).
 - Streaming: lines are read in 1 MB chunks and dropped as they go; memory is the view's state.
-- Lines the view does not read (its ``types``) are not decoded: in this tool's fixed key
-  order the type sits at a fixed place after the id, and the sequence right before the
-  traceparent, so a byte look gives both. Such a line must still have that shape (start
-  with ``{"specversion":"1.0","id":"``, end with ``}``, a 12-digit sequence) or it is decoded
-  and judged like any other; ``wardrik check`` parses every line.
+- Lines the view does not read (its ``types``) are not decoded: the scan (``read.scan``, the
+  loop the reader and the follower use too) passes over lines of other types in this tool's
+  own shape by a byte look, whole blocks at a time; a line not in that shape is decoded and
+  judged like any other; ``wardrik check`` parses every line.
 - A view that raises (in ``initial``, ``apply`` or ``finish``) is ``ViewFailed`` naming the
   view, the log and the event's sequence; so is a state ``result_json`` cannot write.
 - A valid checkpoint is never replaced by one at a lower sequence (``--at`` after a full fold).
@@ -27,19 +26,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 import orjson
 
-from wardrik_cli.fold import checkpoint
+from wardrik_cli.folding import checkpoint
 from wardrik_cli.store import lines
 from wardrik_cli.errors import BadInput, CorruptLedger, NoSuchLog
 from wardrik_cli.protocol.names import LOG_SUFFIX, validate_log_id
 from wardrik_cli.store.layout import Root, log_id_from_path
-from wardrik_cli.store.log import Log, LogView, Watermark, decode_event, peek
-from wardrik_cli.fold.views import ViewFailed, load as load_view, name_of, types_of, version_of
+from wardrik_cli.store.log import Log, LogView, Watermark, decode_event
+from wardrik_cli.read.scan import Line, scan
+from wardrik_cli.folding.views import ViewFailed, load as load_view, name_of, types_of, version_of
 
-OnCorrupt = Optional[Callable[[CorruptLedger], None]]
+OnCorrupt = Callable[[CorruptLedger], None] | None
 WARDRIK, SEED = "wardrik", "seed-000"
 
 
@@ -50,7 +51,7 @@ class _FileLog(Log):
     def __init__(self, path: Path):
         super().__init__(Root(path.parent), str(path), path, "")
 
-    def read_watermark(self) -> Optional[Watermark]:
+    def read_watermark(self) -> Watermark | None:
         return None
 
 
@@ -68,11 +69,11 @@ class FoldResult:
     through: int
     state: Any
     format: str = WARDRIK
-    from_checkpoint: Optional[int] = None  # the sequence the fold resumed after, if any
+    from_checkpoint: int | None = None  # the sequence the fold resumed after, if any
     saved: bool = False
     events_read: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"log": self.log, "view": self.view, "through": self.through, "state": self.state}
 
 
@@ -97,7 +98,7 @@ def target(root: Root, arg: str) -> Target:
     return Target(arg, log, True)
 
 
-def decode_seed(raw: bytes) -> Optional[dict]:
+def decode_seed(raw: bytes) -> dict[str, Any] | None:
     try:
         d = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -108,7 +109,7 @@ def decode_seed(raw: bytes) -> Optional[dict]:
     return None
 
 
-def fold_target(tgt: Target, view: Any, spec: str, *, at: Optional[int] = None, on_corrupt: OnCorrupt = None,
+def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_corrupt: OnCorrupt = None,
          use_checkpoints: bool = True, save_checkpoints: bool = True) -> FoldResult:
     """Fold ``tgt`` with ``view`` (through ``at`` when given)."""
     if at is not None and at < 0:
@@ -155,7 +156,7 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: Optional[int] = None, 
         return res
 
 
-def _state_json(state: Any) -> Optional[bytes]:
+def _state_json(state: Any) -> bytes | None:
     """The state as JSON, only if it comes back equal (else resuming from it could differ)."""
     try:
         b = orjson.dumps(state)
@@ -205,9 +206,11 @@ def _finish(view: Any, vname: str, tgt: Target, state: Any, through: int) -> Any
 
 
 def _format(tgt: Target, lv: LogView) -> str:
-    first = lines.first_line(lv.fd, lv.end)
+    fd = lv.fd
+    assert fd is not None  # an open view
+    first = lines.first_line(fd, lv.end)
     if first is None:
-        if isinstance(tgt.log, _FileLog) and lv.size > 0 and os.pread(lv.fd, 1, 0) != b"{":
+        if isinstance(tgt.log, _FileLog) and lv.size > 0 and os.pread(fd, 1, 0) != b"{":
             raise BadInput(f"{tgt.label} is not a ledger: it holds no line of events")
         return WARDRIK
     try:
@@ -244,53 +247,45 @@ class Scan:
         self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
         self.skipped = 0
         self.events = 0
-        self.last_raw: Optional[bytes] = None
+        self.last_raw: bytes | None = None
         self.last_end = 0
 
-    def run(self, state: Any, through: int, start: int, end: int, at: Optional[int]) -> tuple[Any, int]:
-        lv, view = self.lv, self.view
+    def run(self, state: Any, through: int, start: int, end: int, at: int | None) -> tuple[Any, int]:
+        view = self.view
         types = types_of(view)
-        skip_ok = types is not None
-        wanted = frozenset(t.encode() for t in types) if types is not None else frozenset()
+        wanted = frozenset(t.encode() for t in types) if types is not None else None
         apply = view.apply
-        last_raw, last_end, n = None, self.last_end, 0
-        for off, raw in lines.iter_lines(lv.fd, start, end):
-            if skip_ok:
-                p = peek(raw)
-                if p is not None and p[0] not in wanted:
-                    seq = int(p[1])
-                    if at is not None and seq > at:
-                        break
-                    through, last_raw, last_end = seq, raw, off + len(raw) + 1
-                    n += 1
-                    continue
-            try:
-                event = decode_event(raw)
-            except ValueError as e:
-                if decode_seed(raw) is not None:
-                    raise self._mixed(off, "a seed-000 {\"seq\", \"type\", \"data\"} line in a file of wardrik "
-                                           "events") from None
-                err = lv.corrupt(off, f"corrupt line ({e})")
-                if self.on_corrupt is None:
-                    raise err from None
-                self.on_corrupt(err)
-                self.skipped += 1
-                continue
-            seq = int(event["sequence"])
-            if at is not None and seq > at:
-                break
-            if types is None or event["type"] in types:
+        last: Line | None = None
+        n = 0
+        for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode):
+            event = line.event
+            if event is not None and (types is None or event["type"] in types):
                 try:
                     state = apply(state, event)
                 except Exception as e:
-                    raise ViewFailed(f"view {self.vname!r} failed at sequence {seq} of {self.tgt.label}: "
+                    raise ViewFailed(f"view {self.vname!r} failed at sequence {line.seq} of {self.tgt.label}: "
                                      f"{type(e).__name__}: {e}") from None
-            through, last_raw, last_end = seq, raw, off + len(raw) + 1
-            n += 1
+            through, last = line.seq, line
+            n += line.span
         self.events += n
-        if last_raw is not None:
-            self.last_raw, self.last_end = last_raw, last_end
+        if last is not None:
+            self.last_raw, self.last_end = last.raw, last.end
         return state, through
+
+    def _decode(self, off: int, raw: bytes) -> dict[str, Any] | None:
+        """A line as an event; a seed-000 line is refused, a corrupt one reported (or skipped)."""
+        try:
+            return decode_event(raw)
+        except ValueError as e:
+            if decode_seed(raw) is not None:
+                raise self._mixed(off, "a seed-000 {\"seq\", \"type\", \"data\"} line in a file of wardrik "
+                                       "events") from None
+            err = self.lv.corrupt(off, f"corrupt line ({e})")
+            if self.on_corrupt is None:
+                raise err from None
+            self.on_corrupt(err)
+            self.skipped += 1
+            return None
 
     def _mixed(self, off: int, what: str) -> CorruptLedger:
         err = self.lv.corrupt(off, what)
@@ -298,17 +293,19 @@ class Scan:
         return err
 
 
-def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: Optional[int], on_corrupt: OnCorrupt) -> FoldResult:
+def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: int | None, on_corrupt: OnCorrupt) -> FoldResult:
     """Seed 000's lines: small demo ledgers, decoded whole, no checkpoint (they have no ids)."""
+    fd = lv.fd
+    assert fd is not None  # an open view
     if at is not None:
-        last = lines.last_line(lv.fd, lv.end)
+        last = lines.last_line(fd, lv.end)
         d = decode_seed(last[1]) if last else None
         last_seq = d["seq"] if d else None
         if last_seq is not None and at > last_seq:
             raise BadInput(f"--at {at} is past the end of {tgt.label} (its last seq is {last_seq})")
     types = types_of(view)
     state, through, n = _initial(view, vname, tgt), 0, 0
-    for off, raw in lines.iter_lines(lv.fd, 0, lv.end):
+    for off, raw in lines.iter_lines(fd, 0, lv.end):
         e = decode_seed(raw)
         if e is None:
             try:
