@@ -35,6 +35,7 @@ Contract kept here:
 from __future__ import annotations
 
 import collections
+import heapq
 import os
 import select
 import threading
@@ -53,6 +54,8 @@ from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 LogsFn = Callable[[], list[Log]]
 Warn = Callable[[str], None]
 LIVE_QUEUE_MAX = 10_000
+FULL_SWEEP_S = 30.0  # with inotify, every followed file is still looked at this often
+KEEP_OPEN = 64  # following more logs than this, a log's file is open only while it is read
 LIVE_QUEUE_BYTES = 16 << 20
 
 
@@ -173,6 +176,7 @@ class Follower:
         self._lost_reported = 0
         self._root_abs = os.path.abspath(os.fspath(root.path))
         self._ruled_out: set[str] = set()
+        self._by_path: dict[str, _LogState] = {}  # absolute path -> state, for the watcher's changes
 
     # -- cursor ----------------------------------------------------------------
     @property
@@ -283,15 +287,17 @@ class Follower:
                 self.positions[log.name] = st.position
 
     def _read_back_last(self, logs: list[Log]) -> Iterator[Item]:
-        """The last n accepted events across the logs, each log read backwards from its end."""
-        picked: list[tuple[str, str, int, Item]] = []
+        """The last n accepted events across the logs, each log read backwards from its end.
+
+        One heap of at most n candidates across all logs (memory is n events, whatever the
+        number of logs), and each log's file is closed as soon as it has been read back (a
+        read-back over thousands of logs keeps one open at a time)."""
+        heap: list[tuple[str, str, int, Item]] = []  # the n latest so far; heap[0] the earliest of them
         ends: dict[str, tuple[int, str | None]] = {}
         exhausted: dict[str, tuple[LogView, int]] = {}
-        views = []
-        try:
-            for log in logs:
-                view = log.open()
-                views.append(view)
+        for log in logs:
+            view = log.open()
+            try:
                 last = view.last()
                 ends[log.name] = (view.last_seq(), last[1].get("id") if last else None)
                 if self.n == 0 or view.fd is None:
@@ -303,36 +309,43 @@ class Follower:
                     if ev is None or not self.filters.accepts(ev):
                         continue
                     seq = int(ev["sequence"])
-                    picked.append((ev["time"], log.name, seq, Item(log.name, raw, ev, seq)))
+                    key = (ev["time"], log.name, seq)
+                    if len(heap) >= self.n and key < heap[0][:3]:
+                        full = False  # older than all n kept: so is everything before it in this log
+                        break
+                    entry = (ev["time"], log.name, seq, Item(log.name, raw, ev, seq))
+                    if len(heap) < self.n:
+                        heapq.heappush(heap, entry)
+                    else:
+                        heapq.heapreplace(heap, entry)
                     got += 1
                     if got >= self.n:
                         full = False
                         break
                 if full:
+                    view.first()  # what a dropped notice needs, known before the file is closed
                     exhausted[log.name] = (view, got)
-            picked.sort(key=lambda x: x[:3])
-            chosen = picked[-self.n:] if self.n else []
-            per_log: dict[str, list[Item]] = collections.defaultdict(list)
-            for _t, name, _s, it in chosen:
-                per_log[name].append(it)
-            # Position before each log's first shown event, so every cursor handed out is exact.
-            for log in logs:
-                shown = per_log.get(log.name)
-                first_shown = shown[0].seq if shown else None
-                pos = first_shown - 1 if first_shown is not None else ends[log.name][0]
-                self.positions[log.name] = pos
-                self.states[log.name].position = pos
-            notices = []
-            for name, (view, got) in exhausted.items():
-                # this log's every event is shown: a reader starting at 0 missed what was dropped
-                if len(per_log.get(name, [])) == got:
-                    first = view.first_seq()
-                    if first > 1:
-                        ev = dropped_notice(view.log, view, 0, first, self.deployment)
-                        notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
-        finally:
-            for v in views:
-                v.close()
+            finally:
+                view.close()
+        chosen = sorted(heap, key=lambda x: x[:3])
+        per_log: dict[str, list[Item]] = collections.defaultdict(list)
+        for _t, name, _s, it in chosen:
+            per_log[name].append(it)
+        # Position before each log's first shown event, so every cursor handed out is exact.
+        for log in logs:
+            shown = per_log.get(log.name)
+            first_shown = shown[0].seq if shown else None
+            pos = first_shown - 1 if first_shown is not None else ends[log.name][0]
+            self.positions[log.name] = pos
+            self.states[log.name].position = pos
+        notices = []
+        for name, (view, got) in exhausted.items():
+            # this log's every event is shown: a reader starting at 0 missed what was dropped
+            if len(per_log.get(name, [])) == got:
+                first = view.first_seq()
+                if first > 1:
+                    ev = dropped_notice(view.log, view, 0, first, self.deployment)
+                    notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
         for it in notices:
             yield self._hand_out(it)
         for _t, _name, _s, it in chosen:
@@ -353,10 +366,10 @@ class Follower:
         wakeups = self._wakeups
         assert wakeups is not None
         tick = self.poll_s if self.poll_s is not None else (1.0 if wakeups.watching else 0.2)
-        rescan_every = 5.0 if wakeups.watching else tick
+        rescan_every = FULL_SWEEP_S if wakeups.watching else tick
         import time
 
-        last_rescan = time.monotonic()
+        last_rescan = last_sweep = time.monotonic()
         for st in list(self.states.values()):
             yield from self._read_log(st)
         while not self._stopped:
@@ -385,10 +398,13 @@ class Follower:
                 if lost > self._lost_reported:
                     self.warn(f"dropped {lost - self._lost_reported} live event(s): this follower could not keep up")
                     self._lost_reported = lost
-            # files: unknown log files the watcher saw, then every followed log
+            # files: unknown log files the watcher saw, then the followed logs that changed
+            # (every followed log at each poll tick without inotify, and every FULL_SWEEP_S
+            # with it, as a safety net): an idle follower's cost does not grow with its logs
             changed = wakeups.take_changes()
             now = time.monotonic()
             unknown = {p for p in changed if self._unknown(p)}
+            added: list[_LogState] = []
             if now - last_rescan >= rescan_every or unknown:
                 if now - last_rescan >= rescan_every:
                     self._ruled_out.clear()
@@ -396,10 +412,18 @@ class Follower:
                 for log in self.logs_fn():
                     if log.name not in self.states:
                         self._add(log)
+                        added.append(self.states[log.name])
                 for p in unknown:  # changed files that logs_fn did not pick: do not rescan for them again
                     if self._unknown(p):
                         self._ruled_out.add(os.path.relpath(p, self._root_abs)[: -len(".jsonl")].replace(os.sep, "/"))
-            for st in list(self.states.values()):
+            if not wakeups.watching or now - last_sweep >= FULL_SWEEP_S:
+                last_sweep = now
+                targets = list(self.states.values())
+            else:
+                if len(self._by_path) != len(self.states):
+                    self._by_path = {os.path.abspath(os.fspath(s.log.path)): s for s in self.states.values()}
+                targets = added + [self._by_path[p] for p in changed if p in self._by_path]
+            for st in targets:
                 if self._stopped:
                     return
                 yield from self._read_log(st)
@@ -451,6 +475,15 @@ class Follower:
         return any(pattern_regex(p).fullmatch(log_id) for p in self.live_patterns)
 
     def _read_log(self, st: _LogState) -> Iterator[Item]:
+        """Deliver what ``st.log`` holds past ``st.position``; following many logs, each file is
+        open only while it is read (the descriptors a follower holds do not grow with them)."""
+        try:
+            yield from self._read_log_open(st)
+        finally:
+            if st.view is not None and len(self.states) > KEEP_OPEN:
+                st.view.release()
+
+    def _read_log_open(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``: reopen by sequence on a new file."""
         log = st.log
         try:
@@ -469,8 +502,10 @@ class Follower:
         elif (pst.st_size, pst.st_mtime_ns) == st.size_seen:
             return  # nothing new (the common case on every wake-up)
         st.size_seen = (pst.st_size, pst.st_mtime_ns)
+        st.view.reacquire()
         fd = st.view.fd
-        assert fd is not None
+        if fd is None:
+            return  # gone between the stat and the open: the next wake-up sees it
         end, size = lines.complete_end(fd)
         if size < st.offset:
             # rewritten in place below where we were: find our place again by sequence

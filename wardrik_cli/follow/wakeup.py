@@ -57,9 +57,12 @@ class _ReadyStop:
     def __init__(self) -> None:
         self.stop = threading.Event()
         self.ready = threading.Event()
+        self._told = False
 
     def is_set(self) -> bool:
-        self.ready.set()
+        if not self._told:  # called every step: say "ready" once, then only answer
+            self._told = True
+            self.ready.set()
         return self.stop.is_set()
 
 

@@ -122,6 +122,9 @@ def check_position(view: LogView, position: int) -> None:
         raise BadCursor(f"bad cursor: {view.log.name} is at {position} but the log ends at {last}")
 
 
+KEEP_OPEN = 64  # over this many logs, a log's file is open only while its blocks are read
+
+
 class Reader:
     """A read across the matched logs from a cursor; iterate for items, then read ``next``."""
 
@@ -137,7 +140,7 @@ class Reader:
         self.on_corrupt = on_corrupt
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
-        _allow_open_files(len(logs) + 64)  # the merge holds every matched log open at once
+        _allow_open_files(min(len(logs), KEEP_OPEN) + 64)
         for log in logs:
             view = log.open()
             view.lenient = on_corrupt is not None
@@ -145,6 +148,9 @@ class Reader:
             pos = self.after.get(log.name, 0)
             check_position(view, pos)
             self.positions[log.name] = pos
+            if len(logs) > KEEP_OPEN:
+                view.first()  # known before the file is closed: notices need it
+                view.release()  # opened again when its turn comes (see _stream)
 
     @property
     def next(self) -> Cursor:
@@ -178,6 +184,7 @@ class Reader:
         """(time, log id, sequence, item) in sequence order (``read.scan``); item is None for
         lines a type filter passed over unread (they still move the cursor)."""
         view = self.views[log.name]
+        view.reacquire()
         if view.fd is None:
             return
         pos = self.positions[log.name]
@@ -189,8 +196,9 @@ class Reader:
                           "(see `wardrik check`)")
             start = max(start, at_time)
         name = log.name
+        release = view.release if len(self.logs) > KEEP_OPEN else None
         for line in scan(view, start, view.end, wanted=self._wanted_types, after_seq=pos,
-                         until=self.filters.until, on_corrupt=self.on_corrupt):
+                         until=self.filters.until, on_corrupt=self.on_corrupt, release=release):
             ev = line.event
             yield line.time, name, line.seq, (Item(name, line.raw, ev, line.seq) if ev is not None else None)
 

@@ -50,7 +50,7 @@ _new = tuple.__new__
 def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None = None, after_seq: int = 0,
          until: str | None = None, at: int | None = None,
          on_corrupt: Callable[[CorruptLedger], None] | None = None,
-         decode: Decode | None = None) -> Iterator[Line]:
+         decode: Decode | None = None, release: Callable[[], None] | None = None) -> Iterator[Line]:
     """The lines of ``view`` in ``[start, end)``, as the module docstring says."""
     fd = view.fd
     if fd is None or start >= end:
@@ -63,6 +63,8 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     pos = after_seq
     dense: bool | None = None  # are wanted lines common? judged on the first block, then on each
     for block_off, block in lines.iter_blocks(fd, start, end):
+        if release is not None and block_off + len(block) >= end:
+            release()  # the last block is in memory: the file is not needed any more
         look: Callable[[bytes], tuple[bytes, bytes, bytes] | None] | None = None
         if wanted is not None:
             # A byte search pays when the wanted lines are few; when they are many, line by

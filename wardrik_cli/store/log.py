@@ -176,6 +176,28 @@ class LogView:
             os.close(self.fd)
             self.fd = None
 
+    def release(self) -> None:
+        """Close the file but keep what is known of it (``reacquire`` opens it again): a reader
+        over thousands of logs keeps only a few open at once."""
+        self.close()
+
+    def reacquire(self) -> None:
+        """Open the file again after ``release``. If it was replaced meanwhile (compaction's
+        rename), the new file is taken as a new snapshot: readers seek in it by sequence."""
+        if self.fd is not None or self.ino is None:
+            return
+        try:
+            fd = open_regular(self.log.path, os.O_RDONLY)
+        except FileNotFoundError:
+            self.ino, self.size, self.end, self.mtime_ns = None, 0, 0, None
+            return
+        st = os.fstat(fd)
+        if st.st_ino != self.ino:
+            self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
+            self.end, self.size = lines.complete_end(fd, st.st_size)
+            self._first = self._last = None
+        self.fd = fd
+
     def __enter__(self) -> LogView:
         return self
 
@@ -184,6 +206,8 @@ class LogView:
 
     # decoding ----------------------------------------------------------------
     def corrupt(self, offset: int, what: str) -> CorruptLedger:
+        if self.fd is None:
+            self.reacquire()  # released by a reader over many logs: the line number needs the file
         line = lines.count_lines_before(self.fd, offset) if self.fd is not None else None
         return CorruptLedger(str(self.log.path), line, offset, what)
 
