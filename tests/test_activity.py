@@ -12,7 +12,8 @@ import pytest
 from conftest import WARDRIK
 from foldhelp import TRACE, run_events, write
 from procio import run_with_io
-from wardrik_cli.folding.activity import changed_event
+from wardrik_cli.folding.activity import ActivityTracker
+from wardrik_cli.store.log import Log
 from wardrik_cli.store.layout import Root
 
 
@@ -78,6 +79,12 @@ def test_activity_cost_does_not_grow_with_the_log(root, cli):
     p2, io2 = run_with_io([WARDRIK, "--root", str(root), "activity", "acme/small"])
     # reading the big log again would cost `size` bytes; it costs what the small one costs, give or take
     assert io["rchar"] - io2["rchar"] < size / 20
+
+
+def changed_event(r: Root, log_id: str, new_lines: list[bytes]) -> bytes | None:
+    """What a follower that has just read ``new_lines`` (the last lines of the log) announces."""
+    before = int(orjson.loads(new_lines[0])["sequence"]) - 1
+    return ActivityTracker(Log.agent(r, log_id)).advance(before)
 
 
 def test_changed_event(root):

@@ -10,23 +10,22 @@ Contract kept here (CONTRACT.md, ``activity``):
   received and not yet taken by a ``run.started`` (its ``data.run.message_ids``).
 - It is the ``activity`` view folded from its checkpoint, so on a writable root its cost is
   the suffix since the last fold, not the log (a read-only root folds from the start).
-- ``changed_event`` is called after a kept append when someone follows the log. It returns
-  the live ``wardrik.activity.changed`` line (no sequence, data = the new activity) when the
-  appended lines changed the activity, else None. Appends of types the view does not read
-  cost nothing; the others cost a checkpoint load and the suffix since it.
+- ``ActivityTracker`` is how a follower (``tail -f`` wanting live events) tells its reader
+  what the agent is doing: after each read of new events it reads only those (the view skips
+  the types it does not read) and makes the live ``wardrik.activity.changed`` line (no
+  sequence, data = the new activity) when the activity changed. An appender never folds a
+  log for this: the follower does, once, then keeps up.
 """
 from __future__ import annotations
 
 
 from typing import Any
 
-import orjson
 
 from wardrik_cli.folding import checkpoint
 from wardrik_cli.folding.engine import OnCorrupt, Target, fold_target, Scan
-from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, decode_event, peek
-from wardrik_cli.folding.views import ActivityView, activity_of, types_of
+from wardrik_cli.store.log import Log, decode_event
+from wardrik_cli.folding.views import ActivityView, activity_of
 
 VIEW = "activity"
 
@@ -41,57 +40,59 @@ def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[
     return {log.name: activity(log, on_corrupt) for log in logs}
 
 
-_WANTED = frozenset(t.encode() for t in ActivityView.types)
+class ActivityTracker:
+    """The activity of one log kept current by a follower, reading only what was appended.
 
+    ``advance(before)``: the follower has just read the log past sequence ``before``. The
+    first call folds the log through ``before`` (from a valid checkpoint when there is one;
+    nothing is saved: a follower writes no checkpoint) as the baseline; every call then reads
+    only the lines past what it read last time, and returns the live
+    ``wardrik.activity.changed`` line (with its newline) when what the agent is doing
+    changed, else None. A file replaced (compaction) starts a new baseline. A corrupt line
+    or a view that fails gives None: followers then get no activity.changed, never an error.
+    """
 
-def changed_event(root: Root, log_id: str, lines_in: list[bytes]) -> bytes | None:
-    """The live activity.changed line (with its newline) if ``lines_in`` changed the activity."""
-    raws = [line.rstrip(b"\n") for line in lines_in if line.strip()]
-    if not raws:
-        return None
-    if all((p := peek(r)) is not None and p[0] not in _WANTED for r in raws):
-        return None  # nothing the activity reads: it cannot have changed
-    try:
-        events = [decode_event(r) for r in raws]
-    except ValueError:
-        return None
-    first_new = int(events[0]["sequence"])
-    view = ActivityView()
-    log = Log.agent(root, log_id)
-    with log.open() as lv:
-        if lv.fd is None:
-            return None
-        ck = checkpoint.load(log, lv, VIEW, view.version)
-        if ck is not None and ck.seq < first_new:
-            state, through, start = ck.state, ck.seq, ck.offset
-        else:
-            state, through, start = view.initial(), 0, 0  # rare: someone folded past us meanwhile
+    def __init__(self, log: Log):
+        self.log = log
+        self.view = ActivityView()
+        self.state: dict[str, Any] | None = None
+        self.through = 0
+        self.offset = 0
+        self.ino: int | None = None
+
+    def advance(self, before: int) -> bytes | None:
         try:
-            bound = lv.offset_after_seq(first_new - 1)
-            scan = Scan(Target(log_id, log, True), lv, view, VIEW, None)
-            state, through = scan.run(state, through, start, max(bound, start), first_new - 1)
-        except Exception:
-            return None  # a corrupt line before ours: followers get no activity.changed
-        before = activity_of(state)
-        types = types_of(view)
-        assert types is not None  # the activity view names what it reads
-        for e in events:
-            if e["type"] in types:
-                state = view.apply(state, e)
-        after = activity_of(state)
-        if after == before:
+            return self._advance(before)
+        except Exception:  # noqa: BLE001 - live news is best effort; the kept events are already out
             return None
-        # Keep the checkpoint current, so the next append's check is as cheap as this one (but
-        # never replace a valid one that is further on: someone folded past us meanwhile).
-        end_new = bound + sum(len(r) + 1 for r in raws)
-        last_new = int(events[-1]["sequence"])
-        if end_new <= lv.end and (ck is None or ck.seq < last_new):
-            try:
-                checkpoint.save(log, lv, VIEW, view.version, last_new, end_new, raws[-1],
-                                orjson.dumps(state))
-            except Exception:
-                pass
-    return _live_line(log, events[-1], after)
+
+    def _advance(self, before: int) -> bytes | None:
+        view, log = self.view, self.log
+        target = Target(log.name, log, True)
+        with log.open() as lv:
+            if lv.fd is None:
+                return None
+            if self.state is None or lv.ino != self.ino or lv.end < self.offset:
+                ck = checkpoint.load(log, lv, VIEW, view.version)
+                if ck is not None and ck.seq <= before:
+                    state, through, start = ck.state, ck.seq, ck.offset
+                else:
+                    state, through, start = view.initial(), 0, 0
+                bound = max(lv.offset_after_seq(before), start)
+                scan = Scan(target, lv, view, VIEW, None)
+                state, through = scan.run(state, through, start, bound, before)
+                self.state, self.through, self.ino = state, through, lv.ino
+                self.offset = scan.last_end if scan.last_raw is not None else start
+            was = activity_of(self.state)
+            scan = Scan(target, lv, view, VIEW, None)
+            state, through = scan.run(self.state, self.through, self.offset, lv.end, None)
+            if scan.last_raw is None:
+                return None
+            self.state, self.through, self.offset = state, through, scan.last_end
+            now = activity_of(state)
+            if now == was:
+                return None
+            return _live_line(log, decode_event(scan.last_raw), now)
 
 
 def _live_line(log: Log, last: dict[str, Any], act: dict[str, Any]) -> bytes:

@@ -39,8 +39,10 @@ import heapq
 import os
 import select
 import threading
-from typing import Any
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.protocol.cursor import Cursor
@@ -50,11 +52,17 @@ from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import scan
 from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
+from wardrik_cli.protocol.catalogue import PREFIX
+
+if TYPE_CHECKING:
+    from wardrik_cli.folding.activity import ActivityTracker
 
 LogsFn = Callable[[], list[Log]]
 Warn = Callable[[str], None]
 LIVE_QUEUE_MAX = 10_000
+ACTIVITY_CHANGED = PREFIX + "activity.changed"
 FULL_SWEEP_S = 30.0  # with inotify, every followed file is still looked at this often
+RECENT_S = 2.0  # a log that changed is read at every wake-up for this long after
 KEEP_OPEN = 64  # following more logs than this, a log's file is open only while it is read
 LIVE_QUEUE_BYTES = 16 << 20
 
@@ -131,6 +139,7 @@ class _LogState:
         self.missing_warned = False
         self.seen_file = False
         self.size_seen: tuple[int, int] = (-1, -1)
+        self.activity: ActivityTracker | None = None  # made when a follower wants activity.changed
 
     def close(self) -> None:
         if self.view is not None:
@@ -177,6 +186,7 @@ class Follower:
         self._root_abs = os.path.abspath(os.fspath(root.path))
         self._ruled_out: set[str] = set()
         self._by_path: dict[str, _LogState] = {}  # absolute path -> state, for the watcher's changes
+        self._recent: dict[str, float] = {}  # path -> until when it is read at every wake-up
 
     # -- cursor ----------------------------------------------------------------
     @property
@@ -404,8 +414,9 @@ class Follower:
             changed = wakeups.take_changes()
             now = time.monotonic()
             unknown = {p for p in changed if self._unknown(p)}
+            new_folder = any(not p.endswith(".jsonl") for p in changed)
             added: list[_LogState] = []
-            if now - last_rescan >= rescan_every or unknown:
+            if now - last_rescan >= rescan_every or unknown or new_folder:
                 if now - last_rescan >= rescan_every:
                     self._ruled_out.clear()
                 last_rescan = now
@@ -422,7 +433,13 @@ class Follower:
             else:
                 if len(self._by_path) != len(self.states):
                     self._by_path = {os.path.abspath(os.fspath(s.log.path)): s for s in self.states.values()}
-                targets = added + [self._by_path[p] for p in changed if p in self._by_path]
+                # A change can be reported as a writer opens the file, before its bytes land:
+                # a log that changed is read again at each wake-up for RECENT_S seconds more.
+                for p in changed:
+                    if p in self._by_path:
+                        self._recent[p] = now + RECENT_S
+                self._recent = {p: until for p, until in self._recent.items() if until >= now}
+                targets = added + [self._by_path[p] for p in self._recent if p in self._by_path]
             for st in targets:
                 if self._stopped:
                     return
@@ -477,11 +494,34 @@ class Follower:
     def _read_log(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``; following many logs, each file is
         open only while it is read (the descriptors a follower holds do not grow with them)."""
+        before = st.position
         try:
             yield from self._read_log_open(st)
+            if st.position > before and self._wants_activity() and not self._stopped:
+                item = self._activity_item(st, before)
+                if item is not None:
+                    yield self._hand_out(item)
         finally:
             if st.view is not None and len(self.states) > KEEP_OPEN:
                 st.view.release()
+
+    def _wants_activity(self) -> bool:
+        """Live activity.changed goes to followers registered for live events that want it."""
+        types = self.filters.types
+        return self._sub is not None and (types is None or ACTIVITY_CHANGED in types)
+
+    def _activity_item(self, st: _LogState, before: int) -> Item | None:
+        """The activity.changed the events just read make, if they changed what the agent does."""
+        if st.activity is None:
+            from wardrik_cli.folding.activity import ActivityTracker
+
+            st.activity = ActivityTracker(st.log)
+        raw = st.activity.advance(before)
+        if raw is None:
+            return None
+        body = raw.rstrip(b"\n")
+        ev = orjson.loads(body)
+        return Item(st.log.name, body, ev, None) if self.filters.accepts(ev) else None
 
     def _read_log_open(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``: reopen by sequence on a new file."""

@@ -187,22 +187,13 @@ def _type_of(raw: bytes) -> str | None:
 
 
 def notify_kept(root: Any, log_id: str, lines: list[bytes]) -> None:
-    """After a kept append: ring the followers of ``log_id`` and, when what the agent is
-    doing changed, publish an ``activity.changed`` to those who want it. Never raises."""
+    """After a kept append: ring the followers of ``log_id`` so they read it at once (they
+    work out any ``activity.changed`` themselves: an appender never folds a log). Never raises."""
     try:
         d = live_dir(root)
         regs = [r for r in _registrations(d) if r.matches(log_id)]
-        if not regs:
-            return
-        _send((r.token for r in regs), d, log_id.encode() + b"\n")
-        wanting = [r.token for r in regs if r.matches(log_id, "wardrik.activity.changed")]
-        if not wanting or not lines:
-            return
-        from wardrik_cli.folding.activity import changed_event
-
-        raw = changed_event(root, log_id, lines)
-        if raw:
-            _send(wanting, d, log_id.encode() + b"\n" + raw.rstrip(b"\n"))
+        if regs:
+            _send((r.token for r in regs), d, log_id.encode() + b"\n")
     except Exception:  # noqa: BLE001 - the append is already durable; live news is best effort
         return
 

@@ -3,7 +3,8 @@
 Contract kept here:
 - File changes under the root come from watchfiles (inotify, through its public ``watch``),
   on a thread, with its step tuned down (``WARDRIK_WATCH_STEP_MS``, default 20 ms, instead
-  of its 50 ms / 1.6 s): only ``*.jsonl`` paths are kept. ``Wakeups`` returns only once the
+  of its 50 ms / 1.6 s): only ``*.jsonl`` paths and folders are kept (a new folder means
+  "look for new logs": a log written into it at once may never be reported by itself). ``Wakeups`` returns only once the
   watches are in place (watchfiles polls the stop event only from its watch loop, after
   setting them up), so nothing written after it returns can go unnoticed. Where inotify is
   unavailable (limits, odd file systems) ``watching`` is False and callers poll instead.
@@ -66,6 +67,12 @@ class _ReadyStop:
         return self.stop.is_set()
 
 
+def _logs_and_folders(_change: object, path: str) -> bool:
+    """Log files, and folders (a folder made just now may already hold a log that the
+    recursive watch, added after the folder appeared, never reports)."""
+    return path.endswith(".jsonl") or ("/." not in path and os.path.isdir(path))
+
+
 class _Watcher(threading.Thread):
     def __init__(self, path: str, waker: Waker, step_ms: int):
         super().__init__(name="wardrik-watch", daemon=True)
@@ -79,7 +86,7 @@ class _Watcher(threading.Thread):
         from watchfiles import watch
 
         try:
-            for changes in watch(self.path, watch_filter=lambda _c, p: p.endswith(".jsonl"),
+            for changes in watch(self.path, watch_filter=_logs_and_folders,
                                  debounce=self.step_ms, step=self.step_ms, stop_event=self.events,
                                  rust_timeout=0, raise_interrupt=False, ignore_permission_denied=True):
                 with self.lock:
