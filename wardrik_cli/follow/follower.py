@@ -427,7 +427,8 @@ class Follower:
                 for p in unknown:  # changed files that logs_fn did not pick: do not rescan for them again
                     if self._unknown(p):
                         self._ruled_out.add(os.path.relpath(p, self._root_abs)[: -len(".jsonl")].replace(os.sep, "/"))
-            if not wakeups.watching or now - last_sweep >= FULL_SWEEP_S:
+            if not wakeups.watching or new_folder or now - last_sweep >= FULL_SWEEP_S:
+                # (a new folder: a log written into it, awaited under a literal id, may be unreported)
                 last_sweep = now
                 targets = list(self.states.values())
             else:
