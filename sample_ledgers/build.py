@@ -7,10 +7,9 @@ Times are fixed so the files only change when this script does (ids are random U
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +63,7 @@ def model(w: Writer, mid: str, text: str, stop: str, took: float = 3.0, reasonin
 
 
 def triage() -> Writer:
-    w = Writer("acme/triage", datetime(2026, 10, 22, 8, 59, 58, tzinfo=timezone.utc))
+    w = Writer("acme/triage", datetime(2026, 10, 22, 8, 59, 58, tzinfo=UTC))
     task = "Checkout p99 latency spiked overnight. Find the likely cause."
     w.ev("message.received", {"message": {"id": "msg_1"}, "from": "pagerduty", "text": task}, after=0.5)
     w.ev("run.started", {"run": {"message_ids": ["msg_1"]}, "task": task})
@@ -82,7 +81,7 @@ def triage() -> Writer:
     model(w, "m3", answer, "end_turn", took=5.0)
     w.ev("run.completed", {"answer": answer, "turns": 3}, after=0.2)
     # A second, shorter run the next morning: a follow-up question, a wait on a person.
-    w.t = datetime(2026, 11, 27, 7, 30, tzinfo=timezone.utc)
+    w.t = datetime(2026, 11, 27, 7, 30, tzinfo=UTC)
     w.ev("message.received", {"message": {"id": "msg_2"}, "from": "sre-oncall", "text": "Did the rollback fix it?"})
     w.ev("run.started", {"run": {"message_ids": ["msg_2"]}, "task": "Confirm the v841 rollback fixed checkout p99."})
     model(w, "m4", "Checking p99 after the rollback.", "tool_use")
@@ -96,9 +95,9 @@ def triage() -> Writer:
 
 
 def digest() -> Writer:
-    w = Writer("acme/digest", datetime(2026, 11, 20, 6, 0, tzinfo=timezone.utc))
+    w = Writer("acme/digest", datetime(2026, 11, 20, 6, 0, tzinfo=UTC))
     for day in range(3):
-        w.t = datetime(2026, 11, 20 + 3 * day, 6, 0, tzinfo=timezone.utc)
+        w.t = datetime(2026, 11, 20 + 3 * day, 6, 0, tzinfo=UTC)
         w.ev("trigger.fired", {"trigger": {"name": "daily"}, "status": "asked"}, subject="triggers/daily")
         w.ev("run.started", {"task": "Write the daily digest of open incidents for #sre."})
         model(w, f"d{day}a", "Collecting open incidents.", "tool_use")
@@ -113,7 +112,7 @@ def digest() -> Writer:
 
 
 def billing() -> Writer:
-    w = Writer("acme/billing", datetime(2026, 11, 26, 14, 0, tzinfo=timezone.utc))
+    w = Writer("acme/billing", datetime(2026, 11, 26, 14, 0, tzinfo=UTC))
     w.ev("message.received", {"message": {"id": "msg_b1"}, "from": "finance", "text": "Reconcile October invoices."})
     w.ev("run.started", {"run": {"message_ids": ["msg_b1"]}, "task": "Reconcile October invoices against payouts."})
     model(w, "b1", "Fetching invoices and payouts.", "tool_use")
@@ -126,7 +125,7 @@ def billing() -> Writer:
 
 def support() -> Writer:
     # Still at work: two tool calls running, one message waiting for the next run.
-    w = Writer("acme/support", datetime(2026, 11, 29, 22, 10, tzinfo=timezone.utc))
+    w = Writer("acme/support", datetime(2026, 11, 29, 22, 10, tzinfo=UTC))
     w.ev("message.received", {"message": {"id": "msg_s1"}, "from": "customer:4411", "text": "My refund never arrived."})
     w.ev("run.started", {"run": {"message_ids": ["msg_s1"]}, "task": "Answer customer 4411 about a missing refund."})
     model(w, "s1", "Looking up the order and the refund.", "tool_use")
@@ -138,7 +137,7 @@ def support() -> Writer:
 
 def audit() -> None:
     lines, prev = [], GENESIS_HASH
-    t = datetime(2026, 10, 20, 16, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 10, 20, 16, 0, tzinfo=UTC)
     changes = [
         ("agent.created", "agents/acme/triage", {"agent": {"id": "acme/triage"}, "model": "anthropic:claude-haiku-4-5"}, "alice@acme.io", []),
         ("agent.created", "agents/acme/digest", {"agent": {"id": "acme/digest"}}, "alice@acme.io", []),
