@@ -17,11 +17,18 @@ Contract kept here:
   ``events.dropped`` (count = events missed) comes first. A log deleted is warned about;
   one whose new file does not continue the old one (sequences went back, or another event
   sits at the follower's position) is warned about and read again from its start.
-- Wake-ups (``wakeup.Wakeups``): file changes under the root (inotify through watchfiles);
-  a doorbell datagram from ``wardrik append`` on the live channel (see ``live``) for an
-  immediate wake; and a stat poll of every followed file every ``poll_s`` seconds
-  (``WARDRIK_POLL_S``; 1 s with inotify, 0.2 s without), which is also the whole
-  mechanism where inotify is unavailable.
+- Wake-ups (``wakeup.Wakeups``): file changes under the root (inotify through watchfiles),
+  after which only the logs that changed are read (each again for ``RECENT_S``; a new
+  folder makes every log read once); a doorbell datagram from ``wardrik append`` on the
+  live channel (see ``live``) for an immediate wake; and, where inotify is unavailable, a
+  stat of every followed file every ``poll_s`` seconds (``WARDRIK_POLL_S``, 0.2 s). With
+  inotify every file is still looked at every ``FULL_SWEEP_S`` as a safety net, so an idle
+  follower's cost does not grow with the number of logs.
+- Over ``KEEP_OPEN`` logs a followed file is open only while it is read, so a follower
+  needs a few file descriptors whatever the number of logs.
+- A follower registered for live events that wants ``activity.changed`` makes it itself
+  after reading new events (``folding.activity.ActivityTracker``: one fold, then only the
+  new lines); appenders only ring.
 - Live events (``live=PATTERNS`` on a writable root) are received by a thread into a
   bounded queue, so a follower blocked on its output never blocks an appender; when
   the queue is full, live events are dropped (never kept ones) and counted.
