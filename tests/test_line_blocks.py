@@ -34,3 +34,25 @@ def test_blocks_are_the_complete_lines_in_order(tmp_path_factory, data, chunk):
         expected.append((off, line))
         off += len(line) + 1
     assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bb", b"\n", b"c" * 300, b"d" * 3000]), max_size=60).map(b"".join),
+       chunk=st.sampled_from([1, 7, 64, 1000]), probe=st.sampled_from([1, 3, 16]))
+def test_backward_lines_are_the_lines_reversed(tmp_path_factory, data, chunk, probe):
+    path = tmp_path_factory.mktemp("b") / "f"
+    path.write_bytes(data)
+    end = data.rfind(b"\n") + 1
+    fd = os.open(path, os.O_RDONLY)
+    saved = lines.CHUNK, lines.PROBE
+    lines.CHUNK, lines.PROBE = chunk, probe
+    try:
+        got = list(lines.iter_lines_backward(fd, end))
+    finally:
+        lines.CHUNK, lines.PROBE = saved
+        os.close(fd)
+    expected, off = [], 0
+    for line in data[:end].split(b"\n")[:-1]:
+        expected.append((off, line))
+        off += len(line) + 1
+    assert got == expected[::-1]

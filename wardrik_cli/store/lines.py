@@ -59,11 +59,21 @@ def iter_blocks(fd: int, start: int = 0, end: int | None = None) -> Iterator[tup
 
 
 def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """Complete lines ending at or before ``end`` (which must be 0 or just past a ``\\n``), last first."""
-    pos = end
-    buf = b""  # the bytes [pos, end of the lines not yet yielded); ends with a newline
+    """Complete lines ending at or before ``end`` (which must be 0 or just past a ``\\n``), last first.
+
+    Blocks are read backwards, growing from ``PROBE`` to ``CHUNK``. A line longer than a
+    chunk is not grown a block at a time (that would copy it again at every block): its
+    start is found first, then it is read whole, once."""
+    pos = end  # buf holds the bytes [pos, pos + len(buf)); it ends with the newline of the next line
+    buf = b""
     block = PROBE
     while pos > 0:
+        if len(buf) > CHUNK:
+            start = _line_start(fd, pos)
+            line = os.pread(fd, pos - start, start) + buf
+            yield start, line[:-1]
+            pos, buf = start, b""
+            continue
         n = min(block, pos)
         pos -= n
         buf = os.pread(fd, n, pos) + buf
@@ -80,6 +90,18 @@ def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
                 yield 0, buf[:j]
             return
         buf = buf[: j + 1]
+
+
+def _line_start(fd: int, pos: int) -> int:
+    """Offset just past the last newline before ``pos`` (0 if none), reading back without keeping."""
+    scan = pos
+    while scan > 0:
+        n = min(CHUNK, scan)
+        i = os.pread(fd, n, scan - n).rfind(b"\n")
+        if i >= 0:
+            return scan - n + i + 1
+        scan -= n
+    return 0
 
 
 def complete_end(fd: int, size: int | None = None) -> tuple[int, int]:
