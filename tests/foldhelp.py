@@ -55,7 +55,7 @@ def run_events(n_tools: int = 2) -> list[tuple]:
 
 def compact(root: Path, log_id: str, drop: int) -> None:
     """Simulate `compact`: rewrite the log without its first ``drop`` lines (temp, rename) and
-    write the watermark as ledger.py describes it."""
+    write the watermark as store/log.py describes it."""
     path = root / (log_id + ".jsonl")
     raw = path.read_bytes().split(b"\n")
     body = [l for l in raw[:-1]]

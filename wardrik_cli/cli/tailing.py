@@ -227,13 +227,12 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
                  f"retrying from the saved cursor in {listener.next_delay:g}s")
 
     failures = [0]
-    listener = Listener(root, handler=handle, cursor=lambda: encode_cursor(saver.last) if saver.last else None,
-                        deployment=kw["deployment"], backoff=EXEC_BACKOFF_S, live=False, on_error=on_error,
+    live = list(kw["live"]) if kw["live"] and not isinstance(kw["live"], bool) else []
+    listener = Listener(root, live, handle, cursor=lambda: encode_cursor(saver.last) if saver.last else None,
+                        deployment=kw["deployment"], backoff=EXEC_BACKOFF_S, live=bool(live), on_error=on_error,
                         logs_fn=logs_fn, filters=kw["filters"], start=after, n=kw["n"], follow=kw["follow"],
                         retries=None if kw["follow"] else EXEC_RETRIES, on_corrupt=kw["on_corrupt"],
                         warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"])
-    listener.patterns = list(kw["live"]) if kw["live"] and not isinstance(kw["live"], bool) else []
-    listener.live = bool(listener.patterns)
     end = listener.run()
     if end is not None:
         saver.finish(end)

@@ -155,7 +155,7 @@ class _LogState:
 
 
 class Follower:
-    """Iterate for ``reader.Item``s (kept, notices, live); ``cursor`` is the cursor past the
+    """Iterate for ``read.reader.Item``s (kept, notices, live); ``cursor`` is the cursor past the
     last item handed out (``prev_cursor``: before it). See the module docstring."""
 
     def __init__(self, root: Any, logs_fn: LogsFn, *, after: Cursor | None = None, n: int = 10,
@@ -485,8 +485,6 @@ class Follower:
         if log_id not in self.states and not self._matches_live(log_id):
             return None
         try:
-            import orjson
-
             ev = orjson.loads(body)
         except ValueError:
             return None
@@ -653,9 +651,9 @@ def tail_items(root: Any, logs_fn: LogsFn, *, after: Cursor | None = None, n: in
                on_corrupt: OnCorrupt = None, live: Sequence[str] | bool = False,
                warn: Warn | None = None, hangup_fd: int | None = None,
                poll_s: float | None = None, watch_step_ms: int | None = None) -> Follower:
-    """The reusable follow: ``for item in tail_items(...)`` yields ``reader.Item``s.
+    """The reusable follow: ``for item in tail_items(...)`` yields ``read.reader.Item``s.
 
-    root: a ``layout.Root``. logs_fn(): the current list of ``ledger.Log`` to follow, called
+    root: a ``store.layout.Root``. logs_fn(): the current list of ``store.log.Log`` to follow, called
     at the start and again when new log files appear (agents: the logs the patterns match,
     literal ids that do not exist yet included; audit: ``[Log.audit(root)]``).
     after: a decoded cursor to read on from (every event after it); else the last ``n``

@@ -155,11 +155,12 @@ def publish(root: Any, log_id: str, raw: bytes) -> int:
     """Send a live event line to every follower of ``log_id`` that wants its type; how many it
     reached. A live event over ``MAX_LIVE_BYTES`` is refused (``BadEvent``), follower or not:
     it could never be delivered whole, and must not be printed as delivered and then lost."""
-    if len(raw.rstrip(b"\n")) > MAX_LIVE_BYTES:
+    size = len(raw.rstrip(b"\n"))
+    if size > MAX_LIVE_BYTES:
         from wardrik_cli.errors import BadEvent
 
         raise BadEvent(f"a live event is at most {MAX_LIVE_BYTES} bytes as delivered (this one is "
-                       f"{len(raw.rstrip(chr(10).encode()))}); send the text in smaller deltas")
+                       f"{size}); send the text in smaller deltas")
     d = live_dir(root)
     regs = _registrations(d)
     if not regs:

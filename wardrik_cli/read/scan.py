@@ -6,16 +6,18 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
   are passed over; the scan ends before the first line at or after ``until`` (a stored
   time) or past ``at`` (a sequence).
 - ``wanted`` (full type names as bytes, or None for every type): a line of another type
-  in this tool's own shape (``store.log.peek``) is not decoded; it comes as a ``Line`` with
-  ``event=None`` that only moves the caller's position. When every line of a block has
-  that shape (a few whole-block byte counts say so) and the block ends before ``until``
-  and ``at``, only the lines whose type is wanted are found (by searching the block for
-  their ``"type":"..."``) and decoded, and the rest of the block comes as one ``Line``
-  with ``event=None`` standing for ``count`` lines: the cost of a type filter is a byte
-  search, not a decode per line.
+  in this tool's own shape (``store.log.peek``) is not decoded; a run of such lines comes
+  as one ``Line`` with ``event=None`` (standing for ``span`` lines) that only moves the
+  caller's position. When wanted lines are rare (at most one in ``SPARSE``, judged on the
+  first block and then on what each block held) and every line of a block has that shape
+  (a few whole-block byte counts say so) and the block ends before ``until`` and ``at``,
+  only the wanted lines are found, by searching the block for their ``"type":"..."``, and
+  decoded: the cost of a rare-type filter is a byte search, not a look at every line.
 - A complete line that is not an event goes to ``decode`` (default: ``CorruptLedger``, or
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
+- ``release`` is called once the last block is in memory: a reader over many logs closes
+  the file then, and keeps only a few open at once.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from wardrik_cli.cli.render.summary import delta_key, delta_text, family, is_liv
 if TYPE_CHECKING:
     from rich.pretty import Pretty
 
-# One colour per event family (summary.family); render_fold uses the same ones.
+# One colour per event family (summary.family); render/fold.py uses the same ones.
 STYLES = {
     "run": "bold green", "message": "cyan", "tool_call": "yellow", "input": "bright_blue",
     "trigger": "magenta", "audit": "bright_white", "dropped": "bold white on red", "activity": "dim",
@@ -102,7 +102,7 @@ class EventLines:
         self.c.print(text, no_wrap=True, crop=True, soft_wrap=False, overflow="ellipsis")
 
     def line(self, item: Any) -> Any:
-        """The row for one item (``reader.Item``: .log, .event), as a Rich Text."""
+        """The row for one item (``read.reader.Item``: .log, .event), as a Rich Text."""
         from rich.text import Text
 
         ev = item.event
