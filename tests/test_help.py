@@ -149,7 +149,7 @@ def test_shell_completion(tmp_path):
     (("page", "acme/triag"), b"did you mean acme/triage?"),
     (("fold", "acme/triage", "--view", "timline"), b"use state, timeline, activity or MODULE:NAME"),
     (("compact", "--retention", "30days"), b"e.g. 30s, 90m, 12h, 7d, 4w"),
-    (("page", "acme/*", "--since", "yesterday"), b"a duration ago (15m, 2h, 3d)"),
+    (("page", "acme/*", "--since", "tomorow"), b"a duration ago (15m, 1h30m, 2h ago)"),
 ])
 def test_errors_suggest_the_fix(tmp_path, args, hint):
     import shutil

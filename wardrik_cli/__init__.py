@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # the same names, seen statically by type checkers and editor
     from wardrik_cli.follow.publish import append_event, publish_live
     from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
     from wardrik_cli.protocol.names import validate_log_id
-    from wardrik_cli.read.reader import Filters, Item, Reader, head, resolve_logs
+    from wardrik_cli.read.filters import Filters
+    from wardrik_cli.read.reader import Item, Reader, head, resolve_logs
     from wardrik_cli.store.append import AppendItem, append, make_item
     from wardrik_cli.store.audit import record_audit
     from wardrik_cli.store.layout import Root
@@ -50,7 +51,7 @@ _DEFINED_IN = {
     'CorruptLedger': 'wardrik_cli.errors',
     'ExitCode': 'wardrik_cli.errors',
     'Failure': 'wardrik_cli.errors',
-    'Filters': 'wardrik_cli.read.reader',
+    'Filters': 'wardrik_cli.read.filters',
     'FoldResult': 'wardrik_cli.folding.engine',
     'Item': 'wardrik_cli.read.reader',
     'Listener': 'wardrik_cli.follow.listener',

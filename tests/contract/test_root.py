@@ -106,7 +106,7 @@ def test_longest_deployment_accepted(root):
 @pytest.mark.parametrize("args", [
     ["append"],
     ["append", "a"],
-    ["page"],
+    ["page", "--limit", "-1"],
     ["nosuchcommand"],
     ["page", "a", "--no-such-option"],
 ])

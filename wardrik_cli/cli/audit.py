@@ -11,9 +11,10 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import load_cursor, on_corrupt, parse_json, read_arg_bytes
+from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, parse_json, read_arg_bytes
 from wardrik_cli.cli.options import (
-    After, FormatOpt, Lines, Limit, PageCursorFile, Run, Since, SkipCorrupt, TailCursorFile, Types, Until,
+    After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Limit, PageCursorFile, Run, Since, SkipCorrupt,
+    TailCursorFile, Types, Until, Where,
 )
 
 AUDIT_HELP = """The deployment's audit log: who changed what, tamper-evident.
@@ -75,9 +76,14 @@ def audit_record(
 @audit_app.command("page")
 def audit_page(
     limit: Limit = 100,
+    all_: Annotated[bool, typer.Option("--all", help="No limit: read to the end (streaming).")] = False,
     after: After = None,
     cursor_file: PageCursorFile = None,
     types: Types = None,
+    exclude: ExcludeTypes = None,
+    grep: Grep = None,
+    ignore_case: IgnoreCase = False,
+    where: Where = None,
     since: Since = None,
     until: Until = None,
     run: Run = None,
@@ -97,9 +103,11 @@ def audit_page(
     from wardrik_cli.cli.review import run_page
     from wardrik_cli.store.log import Log
 
+    filters = build_filters(types=types, exclude=exclude, grep=grep, ignore_case=ignore_case, where=where,
+                            run=run, since=since, until=until)
     start = load_cursor(after, cursor_file)
-    run_page(lambda root: [Log.audit(root.require())], start, limit=limit, cursor_file=cursor_file, types=types,
-             since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
+    run_page(lambda root: [Log.audit(root.require())], start, limit=None if all_ else limit,
+             cursor_file=cursor_file, filters=filters, skip_corrupt=skip_corrupt, fmt=fmt)
 
 
 @audit_app.command("tail")
@@ -109,6 +117,12 @@ def audit_tail(
     after: After = None,
     cursor_file: TailCursorFile = None,
     types: Types = None,
+    exclude: ExcludeTypes = None,
+    grep: Grep = None,
+    ignore_case: IgnoreCase = False,
+    where: Where = None,
+    since: Since = None,
+    run: Run = None,
     skip_corrupt: SkipCorrupt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -123,12 +137,12 @@ def audit_tail(
       wardrik audit tail -f --types agent.forgotten,trigger.deleted
     """
     from wardrik_cli.cli.tailing import run_tail
-    from wardrik_cli.read.reader import Filters, parse_types
     from wardrik_cli.store.log import Log
 
     inv = current()
     root = inv.root
-    filters = Filters.build(parse_types(types))
+    filters = build_filters(types=types, exclude=exclude, grep=grep, ignore_case=ignore_case, where=where,
+                            run=run, since=since)
     start = load_cursor(after, cursor_file)
     root.require()
     run_tail(root, lambda: [Log.audit(root)], after=start, n=n, follow=follow, filters=filters,

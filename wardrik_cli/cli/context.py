@@ -44,6 +44,14 @@ class Invocation:
     def deployment(self) -> str:
         return self.root.deployment(self.deployment_arg, env=self.env)
 
+    def time_zone(self) -> Any:
+        """The zone of times typed without an offset: UTC (None), or local under ``--local``."""
+        if not self.local:
+            return None
+        from wardrik_cli.protocol.times import local_zone
+
+        return local_zone(self.env)
+
     # -- streams ----------------------------------------------------------------------
     @property
     def out_text(self) -> TextIO:

@@ -86,3 +86,25 @@ def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
     if cursor_file is not None:
         return read_file(cursor_file)
     return None
+
+
+def patterns_or_all(patterns: list[str] | None) -> list[str]:
+    """No pattern means every agent log (as ``check`` does)."""
+    return list(patterns) if patterns else ["*"]
+
+
+def build_filters(*, types: list[str] | None = None, exclude: list[str] | None = None, grep: str | None = None,
+                  ignore_case: bool = False, where: list[str] | None = None, run: str | None = None,
+                  since: str | None = None, until: str | None = None) -> Any:
+    """``read.filters.Filters`` from the reading options as typed (times in the invocation's
+    zone under ``--local``); every refusal names its option."""
+    from wardrik_cli.protocol.times import parse_window
+    from wardrik_cli.read.filters import Filters, parse_types
+
+    inv = current()
+    tz = inv.time_zone()
+    lo, hi = parse_window(since, until, tz=tz)
+    if ignore_case and grep is None:
+        raise BadInput("--ignore-case goes with --grep REGEX")
+    return Filters.build(parse_types(types), lo, hi, run, exclude=parse_types(exclude, "--exclude-types"),
+                         grep=grep, ignore_case=ignore_case, where=where or ())

@@ -11,8 +11,9 @@ from wardrik_cli.cli.output import Format
 
 FormatOpt = Annotated[Format | None, typer.Option(
     "--format", "-F", help="pretty (Rich, default on a terminal), jsonl or json.", case_sensitive=False)]
-Patterns = Annotated[list[str], typer.Argument(
-    metavar="PATTERN...", help="Log ids or globs: * any run of characters, ? one.", show_default=False)]
+Patterns = Annotated[list[str] | None, typer.Argument(
+    metavar="[PATTERN]...", show_default=False,
+    help="Log ids, folders of logs, or globs (* any run of characters, ? one); none: every agent log.")]
 SkipCorrupt = Annotated[bool, typer.Option(
     "--skip-corrupt", help="Warn about a corrupt line and read past it instead of stopping.")]
 Limit = Annotated[int, typer.Option(
@@ -25,15 +26,27 @@ PageCursorFile = Annotated[Path | None, typer.Option(
 TailCursorFile = Annotated[Path | None, typer.Option(
     "--cursor-file", metavar="FILE",
     help="Start from the cursor in FILE when it exists; save the cursor there after each event.")]
-Types = Annotated[str | None, typer.Option(
+Types = Annotated[list[str] | None, typer.Option(
     "--types", "-t", metavar="T,..",
-    help="Only these types (with or without 'wardrik.'); events.dropped always comes.")]
+    help="Only these types (with or without 'wardrik.'; repeatable); events.dropped always comes.")]
+ExcludeTypes = Annotated[list[str] | None, typer.Option(
+    "--exclude-types", "-x", metavar="T,..", help="Not these types (repeatable; live ones too).")]
+Grep = Annotated[str | None, typer.Option(
+    "--grep", "-g", metavar="REGEX",
+    help="Only events with a string value anywhere in data (keys excluded) that holds a match.")]
+IgnoreCase = Annotated[bool, typer.Option("--ignore-case", "-i", help="--grep ignores case.")]
+Where = Annotated[list[str] | None, typer.Option(
+    "--where", metavar="'PATH OP VALUE'",
+    help="Only events where this holds (repeatable, all must): PATH dotted into the event "
+         "(data.tool.name, subject), OP one of = != ~ < <= > >=.")]
 Since = Annotated[str | None, typer.Option(
     "--since", metavar="TIME",
-    help="Events at or after TIME: RFC 3339 (UTC if no offset) or a duration ago (15m, 2h, 3d).")]
-Until = Annotated[str | None, typer.Option("--until", metavar="TIME", help="Events before TIME.")]
+    help="Events at or after TIME: RFC 3339 (UTC if no offset, local under --local), 2026-10-22, "
+         "10:00, now, today, yesterday, or a duration ago (15m, 1h30m, 2h ago).")]
+Until = Annotated[str | None, typer.Option("--until", metavar="TIME", help="Events before TIME (as --since).")]
 Run = Annotated[str | None, typer.Option(
-    "--run", metavar="RUN_ID", help="Only the events of this run (its trace id).")]
+    "--run", metavar="RUN_ID",
+    help="Only this run's events: 4+ hex digits of its id (as shown, 8), the whole id, or a traceparent.")]
 Lines = Annotated[int, typer.Option(
     "-n", "--lines", min=0, metavar="N", help="Show the last N events first (0: only what is written next).")]
 Follow = Annotated[bool, typer.Option(

@@ -8,29 +8,38 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import load_cursor, on_corrupt
+from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all
 from wardrik_cli.cli.options import (
-    After, FormatOpt, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt, Types, Until,
+    After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt,
+    Types, Until, Where,
 )
 from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_lines
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
 
+if TYPE_CHECKING:
+    from wardrik_cli.read.filters import Filters
+
 
 @app.command(rich_help_panel="Review")
 def page(
-    patterns: Patterns,
+    patterns: Patterns = None,
     limit: Limit = 100,
+    all_: Annotated[bool, typer.Option("--all", help="No limit: read to the end (streaming).")] = False,
     after: After = None,
     cursor_file: PageCursorFile = None,
     types: Types = None,
+    exclude: ExcludeTypes = None,
+    grep: Grep = None,
+    ignore_case: IgnoreCase = False,
+    where: Where = None,
     since: Since = None,
     until: Until = None,
     run: Run = None,
@@ -40,32 +49,35 @@ def page(
     """Print events oldest first across every matched log, and the cursor to read on.
 
     Logs are interleaved by time. The next cursor moves past every event read, filtered
-    or not, so paging with it never shows an event twice or skips one.
+    or not, so paging with it never shows an event twice or skips one. Stopping at
+    --limit with more to read says so on stderr (`note:`), with the cursor to read on.
 
     Examples:
 
-      wardrik page 'acme/*' --limit 20
+      wardrik page acme -t tool_call.failed -t run.failed --since yesterday --all
 
-      wardrik page 'acme/*' -t tool_call.failed --since 2h -F json | jq -r .next
+      wardrik page 'acme/*' --grep 'pool exhausted' -i --where data.tool.name=bash
+
+      wardrik page --run 901fe023 --limit 20 -F json | jq -r .next
     """
     from wardrik_cli.read.reader import resolve_logs
 
+    filters = build_filters(types=types, exclude=exclude, grep=grep, ignore_case=ignore_case, where=where,
+                            run=run, since=since, until=until)
     start = load_cursor(after, cursor_file)
-    run_page(lambda root: resolve_logs(root, patterns), start, limit=limit, cursor_file=cursor_file, types=types,
-             since=since, until=until, run=run, skip_corrupt=skip_corrupt, fmt=fmt)
+    pats = patterns_or_all(patterns)
+    run_page(lambda root: resolve_logs(root, pats), start, limit=None if all_ else limit, cursor_file=cursor_file,
+             filters=filters, skip_corrupt=skip_corrupt, fmt=fmt)
 
 
-def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limit: int,
-             cursor_file: Path | None, types: str | None, since: str | None, until: str | None,
-             run: str | None, skip_corrupt: bool, fmt: Format | None) -> None:
-    """A page over ``logs_of(root)`` in the chosen format, then the cursor file (page, audit page)."""
-    from wardrik_cli.protocol.times import parse_time_arg
+def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limit: int | None,
+             cursor_file: Path | None, filters: Filters, skip_corrupt: bool, fmt: Format | None) -> None:
+    """A page over ``logs_of(root)`` in the chosen format, then the cursor file, then (when it
+    stopped at the limit with more to read) a ``note:`` with the cursor (page, audit page)."""
     from wardrik_cli.read.cursor_file import write_file
-    from wardrik_cli.read.reader import Filters, Reader, parse_types
+    from wardrik_cli.read.reader import Reader
 
     inv = current()
-    filters = Filters.build(parse_types(types), parse_time_arg(since) if since else None,
-                            parse_time_arg(until) if until else None, run)
     logs = logs_of(inv.root)
     shown = choose(fmt, Format.jsonl)
     with Reader(logs, start, filters=filters, deployment=inv.deployment(), limit=limit,
@@ -79,10 +91,12 @@ def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limi
              json=lambda: write_events_json((it.raw for it in reader), lambda: encode_cursor(reader.next)))
         if cursor_file is not None:
             write_file(cursor_file, reader.next)
+        if reader.more:
+            inv.note(f"stopped at --limit {limit}; read on with --after {encode_cursor(reader.next)}")
 
 
 @app.command(rich_help_panel="Review")
-def head(patterns: Patterns) -> None:
+def head(patterns: Patterns = None) -> None:
     """Print the cursor at the end of every matched log (read only what comes after it).
 
     Later, `wardrik page PATTERN --after CURSOR` shows only what was written since.
@@ -96,7 +110,7 @@ def head(patterns: Patterns) -> None:
     from wardrik_cli.read.reader import head as do_head
     from wardrik_cli.read.reader import resolve_logs
 
-    logs = resolve_logs(current().root, patterns)
+    logs = resolve_logs(current().root, patterns_or_all(patterns))
     write_lines([encode_cursor(do_head(logs)).encode()])
 
 
@@ -110,6 +124,8 @@ def fold(
              "(an object with initial() and apply(state, event)).")] = "state",
     at: Annotated[int | None, typer.Option(
         "--at", metavar="SEQ", help="Stop after the event with this sequence.")] = None,
+    run: Run = None,
+    since: Since = None,
     skip_corrupt: SkipCorrupt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -119,13 +135,14 @@ def fold(
     timeline (runs, model calls, tool calls and waits with their durations; a tree),
     activity, or your own MODULE:NAME. A checkpoint under .wardrik/ makes the next fold
     read only the new events; one that no longer matches the log is discarded. Reads this
-    format and seed 000's {"seq","type","data"} lines.
+    format and seed 000's {"seq","type","data"} lines. --run folds only that run's
+    events, --since only those from then on (neither uses a checkpoint).
 
     Examples:
 
       wardrik fold acme/triage
 
-      wardrik fold acme/triage --view timeline --at 120
+      wardrik fold acme/triage --view timeline --run 901fe023
 
       wardrik fold evidence/events.jsonl --format json | jq .state.status
     """
@@ -133,8 +150,15 @@ def fold(
     from wardrik_cli.folding.views import load
 
     inv = current()
+    select = None
+    lo = None
+    if run is not None or since is not None:
+        filters = build_filters(run=run, since=since)
+        lo = filters.since
+        select = filters.accepts if run is not None else None
     v = load(view)  # --at < 0 is refused by the fold itself
-    res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt))
+    res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt),
+                      since=lo, select=select)
 
     def pretty() -> None:
         from wardrik_cli.cli.render.fold import print_fold

@@ -15,8 +15,10 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import Invocation, current
-from wardrik_cli.cli.inputs import load_cursor, on_corrupt
-from wardrik_cli.cli.options import FormatOpt, Lines, Patterns, SkipCorrupt, TailCursorFile, Types
+from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all
+from wardrik_cli.cli.options import (
+    ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Patterns, Run, Since, SkipCorrupt, TailCursorFile, Types, Where,
+)
 from wardrik_cli.cli.output import Format, choose, emit
 from wardrik_cli.read.reader import OnCorrupt
 
@@ -25,7 +27,7 @@ WATCH_TICK_S = 1.0  # the "for" column ticks this often while nothing changes
 
 @app.command(rich_help_panel="Watch")
 def tail(
-    patterns: Patterns,
+    patterns: Patterns = None,
     n: Lines = 10,
     follow: Annotated[bool, typer.Option(
         "-f", "--follow",
@@ -35,6 +37,12 @@ def tail(
         help="Start after this cursor (every event after it) instead of the last N.")] = None,
     cursor_file: TailCursorFile = None,
     types: Types = None,
+    exclude: ExcludeTypes = None,
+    grep: Grep = None,
+    ignore_case: IgnoreCase = False,
+    where: Where = None,
+    since: Since = None,
+    run: Run = None,
     exec_cmd: Annotated[str | None, typer.Option(
         "--exec", metavar="CMD",
         help="Run `sh -c CMD` per event: the event on stdin, the cursor past it in $WARDRIK_CURSOR. The cursor "
@@ -59,10 +67,12 @@ def tail(
     """
     from wardrik_cli.cli.tailing import run_tail
     from wardrik_cli.follow.follower import agent_logs_fn
-    from wardrik_cli.read.reader import Filters, parse_types, resolve_logs
+    from wardrik_cli.read.reader import resolve_logs
 
     inv = current()
-    filters = Filters.build(parse_types(types))
+    patterns = patterns_or_all(patterns)
+    filters = build_filters(types=types, exclude=exclude, grep=grep, ignore_case=ignore_case, where=where,
+                            run=run, since=since)
     start = load_cursor(after, cursor_file)
     root = inv.root
     root.require()
@@ -78,7 +88,7 @@ def tail(
 
 @app.command(rich_help_panel="Watch")
 def activity(
-    patterns: Patterns,
+    patterns: Patterns = None,
     watch: Annotated[bool, typer.Option(
         "--watch", "-w", help="Keep a live table, updated as the logs change (Ctrl-C ends it).")] = False,
     skip_corrupt: SkipCorrupt = False,
@@ -101,6 +111,7 @@ def activity(
     from wardrik_cli.read.reader import resolve_logs
 
     inv = current()
+    patterns = patterns_or_all(patterns)
     corrupt = on_corrupt(skip_corrupt)
     shown = choose(fmt, Format.json)
     if watch:
@@ -138,7 +149,7 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
 
     def snapshot() -> dict[str, Any]:
         # Literal names may not exist yet while watching: keep only what exists.
-        pats = [p for p in patterns if has_wildcards(p) or root.log_path(p).is_file()]
+        pats = [p for p in patterns if has_wildcards(p) or root.log_path(p).is_file() or root.is_folder(p)]
         return activities(resolve_logs(root, pats), corrupt) if pats else {}
 
     wakeups = Wakeups(str(root.path.resolve()), step_ms=inv.settings.watch_step_ms, hangup_fd=inv.stdout_fd(),

@@ -20,10 +20,21 @@ Contract kept here:
 - A view that raises (in ``initial``, ``apply`` or ``finish``) is ``ViewFailed`` naming the
   view, the log and the event's sequence; so is a state ``result_json`` cannot write.
 - A valid checkpoint is never replaced by one at a lower sequence (``--at`` after a full fold).
+- A selection (``since``, ``select``; the command line's ``--since`` and ``--run``) folds only
+  the events it keeps: ``since`` (a stored time) keeps events at or after it, and the fold
+  seeks to it (``LogView.offset_at_time``, which falls back to the start of a log whose times
+  are not sorted) instead of reading from the start; ``select(event) -> bool`` keeps the
+  events it accepts. Each event the view reads is checked against both, so an unsorted log
+  still gives the exact answer. A selected fold neither reads nor saves a checkpoint (a
+  checkpoint is the fold of the whole log). ``through`` keeps its meaning: the last sequence
+  of the log the fold covers (read, or passed over by the seek), so ``--at`` still stops after
+  that sequence; corrupt lines before the seek point are not met. Without a selection nothing
+  of this runs: the hot loop is the same.
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +52,9 @@ from wardrik_cli.read.scan import Line, scan
 from wardrik_cli.folding.views import ViewFailed, load as load_view, name_of, types_of, version_of
 
 OnCorrupt = Callable[[CorruptLedger], None] | None
+Select = Callable[[dict[str, Any]], bool] | None
 WARDRIK, SEED = "wardrik", "seed-000"
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 
@@ -110,22 +123,36 @@ def decode_seed(raw: bytes) -> dict[str, Any] | None:
 
 
 def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_corrupt: OnCorrupt = None,
-         use_checkpoints: bool = True, save_checkpoints: bool = True) -> FoldResult:
-    """Fold ``tgt`` with ``view`` (through ``at`` when given)."""
+                use_checkpoints: bool = True, save_checkpoints: bool = True, since: str | None = None,
+                select: Select = None) -> FoldResult:
+    """Fold ``tgt`` with ``view`` (through ``at`` when given).
+
+    ``since`` (a stored time, fixed-width RFC 3339 UTC such as ``2026-10-22T09:00:00.000000Z``)
+    folds only the events at or after it, read from where the log reaches it; ``select``
+    (``event -> bool``) folds only the events it accepts. With either, no checkpoint is read
+    or saved, and ``through`` is still the last sequence of the log the fold covers. On seed
+    000's lines (which have no time) ``select`` applies and ``since`` is refused (``BadInput``).
+    """
     if at is not None and at < 0:
         raise BadInput(f"--at {at}: a sequence is a whole number, 0 or more")
+    if since is not None and (not isinstance(since, str) or _STORED_TIME.fullmatch(since) is None):
+        raise BadInput(f"since {since!r}: expected a stored time such as 2026-10-22T09:00:00.000000Z")
+    selected = since is not None or select is not None
     vname = name_of(view, spec)
     with tgt.log.open() as lv:
         if lv.fd is None:
             raise NoSuchLog(f"no log {tgt.label!r} (it was removed)")
         fmt = _format(tgt, lv)
         if fmt == SEED:
-            return _fold_seed(tgt, lv, view, vname, at, on_corrupt)
+            if since is not None:
+                raise BadInput(f"{tgt.label} holds seed-000 {{\"seq\", \"type\", \"data\"}} lines, which have no "
+                               f"time: --since cannot select among them")
+            return _fold_seed(tgt, lv, view, vname, at, on_corrupt, select)
         if at is not None:
             _check_at(tgt, lv, at, on_corrupt)
         version = version_of(view, spec)
         ck = valid = None
-        if use_checkpoints and tgt.checkpoints:
+        if use_checkpoints and tgt.checkpoints and not selected:
             ck = valid = checkpoint.load(tgt.log, lv, vname, version)
             if ck is not None and at is not None and ck.seq > at:
                 ck = None  # past --at: not usable here, but kept (see the save below)
@@ -133,6 +160,8 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
             state, through, start = ck.state, ck.seq, ck.offset
         else:
             state, through, start = _initial(view, vname, tgt), 0, 0
+        if since is not None:
+            through, start = _seek(lv, since, at)
         end = lv.end
         if at is not None:
             # Bisection bounds the read; it answers 0 when a corrupt line is in its way, and
@@ -140,20 +169,75 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
             bound = lv.offset_after_seq(at)
             if bound > start:
                 end = bound
-        scan = Scan(tgt, lv, view, vname, on_corrupt)
+        scan = Scan(tgt, lv, view, vname, on_corrupt, keep=_keep(since, select) if selected else None)
         state, through = scan.run(state, through, start, end, at)
         res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
                          events_read=scan.events)
         # Never replace a valid checkpoint by one at a lower sequence (a fold --at after a full
         # fold): the next full fold would have more to read.
-        if (save_checkpoints and tgt.checkpoints and scan.skipped == 0 and scan.last_raw is not None
-                and through > (valid.seq if valid else 0)):
+        if (save_checkpoints and tgt.checkpoints and not selected and scan.skipped == 0
+                and scan.last_raw is not None and through > (valid.seq if valid else 0)):
             state_json = _state_json(state)
             if state_json is not None:
                 res.saved = checkpoint.save(tgt.log, lv, vname, version, through, scan.last_end, scan.last_raw,
                                             state_json)
         res.state = _finish(view, vname, tgt, state, through)
         return res
+
+
+def _seek(lv: LogView, since: str, at: int | None) -> tuple[int, int]:
+    """(through, offset): where a fold ``since`` starts, and the sequence of the line before it.
+
+    Never past ``at``'s bound (the lines through ``at`` that are before ``since`` are passed
+    over, the fold is through them); 0 when the log's times are not sorted, when the line
+    before cannot be read, or when nothing comes before: the scan then reads from the start
+    and the per-event check of ``since`` keeps the answer exact."""
+    fd = lv.fd
+    assert fd is not None  # an open view
+    start = lv.offset_at_time(since)
+    if at is not None and start > 0:
+        start = min(start, lv.offset_after_seq(at))  # 0: at before the first event, or a corrupt line
+    if start <= 0:
+        return 0, 0
+    prev = lines.last_line(fd, start)
+    if prev is None:
+        return 0, 0
+    try:
+        return int(decode_event(prev[1])["sequence"]), start
+    except ValueError:
+        return 0, 0
+
+
+def _keep(since: str | None, select: Select) -> Callable[[dict[str, Any]], bool]:
+    """One predicate for the selection: at or after ``since``, and accepted by ``select``."""
+    if since is None:
+        assert select is not None  # only called for a selection
+        return select
+    t: str = since
+    if select is None:
+        return lambda e: bool(e["time"] >= t)
+    sel = select
+    return lambda e: bool(e["time"] >= t) and bool(sel(e))
+
+
+class _SelectFailed(Exception):
+    """The caller's ``select`` raised: its own error is passed on, not made a ViewFailed."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+def _only(apply: Callable[[Any, dict[str, Any]], Any],
+          keep: Callable[[dict[str, Any]], bool]) -> Callable[[Any, dict[str, Any]], Any]:
+    """``apply`` for the events ``keep`` accepts; any other leaves the state as it is."""
+    def apply_kept(state: Any, event: dict[str, Any]) -> Any:
+        try:
+            kept = keep(event)
+        except Exception as e:
+            raise _SelectFailed(e) from e
+        return apply(state, event) if kept else state
+    return apply_kept
 
 
 def _state_json(state: Any) -> bytes | None:
@@ -243,8 +327,10 @@ def _check_at(tgt: Target, lv: LogView, at: int, on_corrupt: OnCorrupt) -> None:
 class Scan:
     """The hot loop: decode only what the view reads, apply it, remember where it ended."""
 
-    def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt):
+    def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt,
+                 keep: Callable[[dict[str, Any]], bool] | None = None):
         self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
+        self.keep = keep  # a selection: only the events it accepts are applied
         self.skipped = 0
         self.events = 0
         self.last_raw: bytes | None = None
@@ -254,7 +340,8 @@ class Scan:
         view = self.view
         types = types_of(view)
         wanted = frozenset(t.encode() for t in types) if types is not None else None
-        apply = view.apply
+        # A selection wraps apply: the unselected loop stays exactly as it is.
+        apply = view.apply if self.keep is None else _only(view.apply, self.keep)
         last: Line | None = None
         n = 0
         for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode):
@@ -262,6 +349,8 @@ class Scan:
             if event is not None and (types is None or event["type"] in types):
                 try:
                     state = apply(state, event)
+                except _SelectFailed as e:
+                    raise e.error from None
                 except Exception as e:
                     raise ViewFailed(f"view {self.vname!r} failed at sequence {line.seq} of {self.tgt.label}: "
                                      f"{type(e).__name__}: {e}") from None
@@ -293,8 +382,12 @@ class Scan:
         return err
 
 
-def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: int | None, on_corrupt: OnCorrupt) -> FoldResult:
-    """Seed 000's lines: small demo ledgers, decoded whole, no checkpoint (they have no ids)."""
+def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: int | None, on_corrupt: OnCorrupt,
+               select: Select = None) -> FoldResult:
+    """Seed 000's lines: small demo ledgers, decoded whole, no checkpoint (they have no ids).
+
+    ``select`` applies to them as to this tool's events (it is given the seed line's dict,
+    ``{"seq", "type", "data"}``); ``since`` cannot (they have no time: ``fold_target`` refuses it)."""
     fd = lv.fd
     assert fd is not None  # an open view
     if at is not None:
@@ -324,7 +417,7 @@ def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: int | None, 
             continue
         if at is not None and e["seq"] > at:
             break
-        if types is None or e["type"] in types:
+        if (types is None or e["type"] in types) and (select is None or select(e)):
             try:
                 state = view.apply(state, e)
             except Exception as ex:
@@ -337,6 +430,7 @@ def _fold_seed(tgt: Target, lv: LogView, view: Any, vname: str, at: int | None, 
 
 
 def fold(root: Root, log_arg: str, spec: str, **kw: Any) -> FoldResult:
-    """Convenience: resolve the target and the view by name, then fold."""
+    """Convenience: resolve the target and the view by name, then fold (``kw``: ``fold_target``'s
+    ``at``, ``on_corrupt``, ``since``, ``select`` ...)."""
     view = load_view(spec)
     return fold_target(target(root, log_arg), view, spec, **kw)

@@ -29,7 +29,12 @@ Built-in views:
 - ``timeline``: runs and, inside each, model calls, tool calls and waits on a person, with
   their durations, in order. It keeps the latest ``MAX_RUNS`` runs and the latest
   ``MAX_ITEMS`` items of each (counting what it left out), so its memory and its checkpoint
-  stay bounded on a log of any length.
+  stay bounded on a log of any length. A failed tool call (``tool_call.failed``) and a failed
+  run (``run.failed``) carry ``error``: the short form of ``data.error.message`` (else
+  ``data.error``), its first non-blank line cut at ``ERROR_CHARS`` characters, ending in ``…``
+  when anything was left out (the whole text stays in the event, at its ``seq``; keeping it
+  here would unbound the state). It is the event's text as it is: whoever prints it for a
+  person escapes it (the command line's renderer does).
 - ``activity``: what the agent is doing now (CONTRACT.md, ``activity``).
 Custom views are named ``module:name`` (``name`` may be dotted; a class is instantiated).
 """
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import sys
 from datetime import datetime
@@ -45,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 from wardrik_cli.errors import BadView, Failure
 
 P = "wardrik."
+ERROR_CHARS = 120  # the longest error text a timeline row keeps
 
 
 @runtime_checkable
@@ -89,6 +96,29 @@ def _duration_ms(start: str | None, end: str | None) -> float | None:
     except ValueError:
         return None
     return round((b - a).total_seconds() * 1000, 3)
+
+
+def error_text(data: dict[str, Any], limit: int = ERROR_CHARS) -> str | None:
+    """The short form of an event's error: ``data.error.message`` (else ``data.error``, any
+    JSON as text), its first non-blank line, stripped, cut at ``limit`` characters; ``…`` ends
+    it when more was left out (a longer line, more lines). None when there is no error text."""
+    err = data.get("error")
+    msg = err.get("message") if isinstance(err, dict) and err.get("message") not in (None, "") else err
+    if msg is None or msg == "" or msg == {}:
+        return None
+    if not isinstance(msg, str):
+        try:
+            msg = json.dumps(msg, ensure_ascii=False, separators=(", ", ": "), default=str)
+        except (TypeError, ValueError, RecursionError):
+            msg = f"(an error {type(msg).__name__} too deep to show)"
+    rows = [r.strip() for r in msg.splitlines()]
+    rows = [r for r in rows if r]
+    if not rows:
+        return None
+    first = rows[0]
+    if len(first) > limit:
+        return first[:limit - 1].rstrip() + "…"
+    return first + " …" if len(rows) > 1 else first
 
 
 # ---------------------------------------------------------------------------
@@ -140,7 +170,7 @@ class TimelineView:
     """Runs, and the model calls, tool calls and waits inside them, with durations."""
 
     name = "timeline"
-    version = "timeline/1"
+    version = "timeline/2"  # /1 kept no error text
     MAX_RUNS = 200
     MAX_ITEMS = 2000
     types = frozenset({
@@ -196,9 +226,11 @@ class TimelineView:
         self._add(run, {"kind": kind, "id": ident, "name": name, "status": "running", "started": e.get("time"),
                         "ended": None, "duration_ms": None, "seq": _seq_of(e)})
 
-    def _end_run(self, s: dict[str, Any], e: dict[str, Any], status: str) -> None:
+    def _end_run(self, s: dict[str, Any], e: dict[str, Any], status: str, error: str | None = None) -> None:
         run = self._current(s, e)
         run["status"], run["ended"] = status, e.get("time")
+        if error is not None:
+            run["error"] = error
         run["duration_ms"] = _duration_ms(run["started"], run["ended"])
         for item in run["items"]:
             if item["status"] == "running":
@@ -215,7 +247,7 @@ class TimelineView:
         elif t == P + "run.completed" or t == "run.completed":
             self._end_run(s, e, "completed")
         elif t == P + "run.failed":
-            self._end_run(s, e, "failed")
+            self._end_run(s, e, "failed", error_text(d))
         elif t == P + "message.started":
             self._open(s, e, "model", _g(d, "message", "id"))
         elif t == P + "message.completed":
@@ -234,11 +266,13 @@ class TimelineView:
         elif t in (P + "tool_call.completed", P + "tool_call.failed", "tool.returned"):
             ident = _g(d, "tool", "call", "id") if t.startswith(P) else d.get("id")
             status = "failed" if t == P + "tool_call.failed" else "completed"
+            err = error_text(d) if status == "failed" else None
+            extra = {"error": err} if err is not None else {}
             run = self._current(s, e)
-            if not self._close(run, "tool", ident, e, status):
+            if not self._close(run, "tool", ident, e, status, **extra):
                 self._add(run, {"kind": "tool", "id": ident, "name": _g(d, "tool", "name") or d.get("name"),
                                 "status": status, "started": None, "ended": e.get("time"), "duration_ms": None,
-                                "seq": _seq_of(e)})
+                                "seq": _seq_of(e), **extra})
         elif t == P + "input.requested":
             self._open(s, e, "wait", _g(d, "request", "id"))
         elif t == P + "input.received":

@@ -42,7 +42,6 @@ Contract kept here:
 from __future__ import annotations
 
 import collections
-import heapq
 import os
 import select
 import threading
@@ -304,69 +303,58 @@ class Follower:
                 self.positions[log.name] = st.position
 
     def _read_back_last(self, logs: list[Log]) -> Iterator[Item]:
-        """The last n accepted events across the logs, each log read backwards from its end.
+        """The last n accepted events across the logs (``read.backward``: read backwards side
+        by side, memory n lines whatever the number of logs)."""
+        from wardrik_cli.read.backward import ReadBack
 
-        One heap of at most n candidates across all logs (memory is n events, whatever the
-        number of logs), and each log's file is closed as soon as it has been read back (a
-        read-back over thousands of logs keeps one open at a time)."""
-        heap: list[tuple[str, str, int, Item]] = []  # the n latest so far; heap[0] the earliest of them
         ends: dict[str, tuple[int, str | None]] = {}
-        exhausted: dict[str, tuple[LogView, int]] = {}
-        for log in logs:
-            view = log.open()
-            try:
+        views: list[LogView] = []
+        many = len(logs) > KEEP_OPEN
+        try:
+            for log in logs:
+                view = log.open()
+                view.lenient = self.on_corrupt is not None
+                views.append(view)
                 last = view.last()
                 ends[log.name] = (view.last_seq(), last[1].get("id") if last else None)
-                if self.n == 0 or view.fd is None:
-                    continue
-                got = 0
-                full = True
-                for off, raw in lines.iter_lines_backward(view.fd, view.end):
-                    ev = view.decode_or_report(off, raw, self.on_corrupt)
-                    if ev is None or not self.filters.accepts(ev):
-                        continue
-                    seq = int(ev["sequence"])
-                    key = (ev["time"], log.name, seq)
-                    if len(heap) >= self.n and key < heap[0][:3]:
-                        full = False  # older than all n kept: so is everything before it in this log
-                        break
-                    entry = (ev["time"], log.name, seq, Item(log.name, raw, ev, seq))
-                    if len(heap) < self.n:
-                        heapq.heappush(heap, entry)
-                    else:
-                        heapq.heapreplace(heap, entry)
-                    got += 1
-                    if got >= self.n:
-                        full = False
-                        break
-                if full:
-                    view.first()  # what a dropped notice needs, known before the file is closed
-                    exhausted[log.name] = (view, got)
-            finally:
-                view.close()
-        chosen = sorted(heap, key=lambda x: x[:3])
-        per_log: dict[str, list[Item]] = collections.defaultdict(list)
-        for _t, name, _s, it in chosen:
-            per_log[name].append(it)
-        # Position before each log's first shown event, so every cursor handed out is exact.
-        for log in logs:
-            shown = per_log.get(log.name)
-            first_shown = shown[0].seq if shown else None
-            pos = first_shown - 1 if first_shown is not None else ends[log.name][0]
-            self.positions[log.name] = pos
-            self.states[log.name].position = pos
-        notices = []
-        for name, (view, got) in exhausted.items():
-            # this log's every event is shown: a reader starting at 0 missed what was dropped
-            if len(per_log.get(name, [])) == got:
+                view.first()  # what a dropped notice needs, known before the file is closed
+                if many:
+                    view.release()
+            back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt)
+            chosen = back.run()
+            by_name = {v.log.name: v for v in views}
+            first_shown: dict[str, int] = {}
+            for name, seq, _raw in chosen:
+                first_shown.setdefault(name, seq)
+            # Position before each log's first shown event, so every cursor handed out is exact.
+            for log in logs:
+                fs = first_shown.get(log.name)
+                pos = fs - 1 if fs is not None else ends[log.name][0]
+                self.positions[log.name] = pos
+                self.states[log.name].position = pos
+            notices = []
+            since = self.filters.since
+            for name in sorted(back.exhausted):
+                # this log's every matching event is shown: a reader starting at 0 missed what was dropped
+                view = by_name[name]
                 first = view.first_seq()
-                if first > 1:
-                    ev = dropped_notice(view.log, view, 0, first, self.deployment)
-                    notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
+                if first <= 1 or (view.first_was_damaged and view.watermark() is None):
+                    continue
+                if since is not None:
+                    wm = view.watermark()
+                    f = view.first()
+                    newest = wm.time if wm is not None and wm.time else (f[1]["time"] if f else None)
+                    if newest is not None and since > newest:
+                        continue
+                ev = dropped_notice(view.log, view, 0, first, self.deployment)
+                notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
+        finally:
+            for v in views:
+                v.close()
         for it in notices:
             yield self._hand_out(it)
-        for _t, _name, _s, it in chosen:
-            yield self._hand_out(it)
+        for name, seq, raw in chosen:
+            yield self._hand_out(Item(name, raw, None, seq))
             if self._stopped:
                 return
         for log in logs:  # past the end of the read-back snapshot (filtered events included)

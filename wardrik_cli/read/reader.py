@@ -16,68 +16,38 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import re
-from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
+
+import orjson
 
 from wardrik_cli.protocol.cursor import Cursor
-from wardrik_cli.errors import BadCursor, BadInput, CorruptLedger, NoSuchLog
-from wardrik_cli.protocol.envelope import agent_source, audit_source, dumps_line, trace_id_of
+from wardrik_cli.errors import BadCursor, CorruptLedger, NoSuchLog
+from wardrik_cli.protocol.envelope import agent_source, audit_source, dumps_line
+from wardrik_cli.read.filters import Filters as Filters, parse_types as parse_types  # re-exported
+from wardrik_cli.store import lines
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.store.log import Log, LogView
 from wardrik_cli.read.scan import scan
-from wardrik_cli.protocol.catalogue import DROPPED, lookup
+from wardrik_cli.protocol.catalogue import DROPPED
 from wardrik_cli.protocol.times import now
 
 OnCorrupt = Callable[[CorruptLedger], None] | None
-_RUN_RE = re.compile(r"[0-9a-f]{32}")
+READ_BUDGET = 32 << 20  # bytes of blocks a read over many logs holds at once, shared by its logs
+MIN_BLOCK = 4 << 10
 
 
-@dataclass
-class Filters:
-    """What a reader wants to see; ``events.dropped`` passes all of it."""
-
-    types: frozenset[str] | None = None  # full names
-    since: str | None = None  # stored time strings; since inclusive, until exclusive
-    until: str | None = None
-    run: str | None = None
-
-    @classmethod
-    def build(cls, types: Iterable[str] | None = None, since: str | None = None,
-              until: str | None = None, run: str | None = None) -> Filters:
-        full = None
-        if types:
-            full = frozenset(lookup(t).full for t in types)
-        if run is not None and not _RUN_RE.fullmatch(run):
-            raise BadInput(f"bad run id {run!r}: expected 32 lowercase hex digits (a run's trace id)")
-        return cls(full, since, until, run)
-
-    def accepts(self, event: dict[str, Any]) -> bool:
-        t = event.get("type")
-        if t == DROPPED:
-            return True
-        if self.types is not None and t not in self.types:
-            return False
-        if self.since is not None and event["time"] < self.since:
-            return False
-        if self.until is not None and event["time"] >= self.until:
-            return False
-        if self.run is not None and trace_id_of(event) != self.run:
-            return False
-        return True
+def block_size(n_logs: int) -> int:
+    """The read block for each of ``n_logs`` logs read side by side: memory stays flat
+    however many logs a pattern matches."""
+    return max(MIN_BLOCK, min(lines.CHUNK, READ_BUDGET // max(n_logs, 1)))
 
 
-def parse_types(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise BadInput("--types needs at least one type")
-    for t in items:
-        lookup(t)
-    return items
+def gap_warning(log: str, before: int, after: int) -> str:
+    n = after - before - 1
+    what = f"sequence {before + 1} is" if n == 1 else f"sequences {before + 1}..{after - 1} are"
+    return f"{log}: {what} missing ({n} event{'s' if n != 1 else ''}); reading on (see `wardrik check`)"
 
 
 def dropped_notice(log: Log, view: LogView, position: int, first_seq: int, deployment: str) -> dict[str, Any]:
@@ -106,14 +76,24 @@ def dropped_notice(log: Log, view: LogView, position: int, first_seq: int, deplo
     }
 
 
-@dataclass
 class Item:
-    """One event a reader hands out: its log, raw stored bytes and decoded form."""
+    """One event a reader hands out: its log, raw stored bytes and decoded form (decoded
+    when first asked for, when the reader did not keep it: a merge over many logs holds
+    bytes, not dicts)."""
 
-    log: str
-    raw: bytes
-    event: dict[str, Any]
-    seq: int | None  # None for events.dropped and live events
+    __slots__ = ("log", "raw", "_event", "seq")
+
+    def __init__(self, log: str, raw: bytes, event: dict[str, Any] | None = None, seq: int | None = None):
+        self.log, self.raw, self._event, self.seq = log, raw, event, seq  # seq None: a notice or live event
+
+    @property
+    def event(self) -> dict[str, Any]:
+        if self._event is None:
+            self._event = orjson.loads(self.raw)
+        return self._event
+
+    def __repr__(self) -> str:
+        return f"Item({self.log!r}, seq={self.seq!r}, {self.raw[:60]!r})"
 
 
 def check_position(view: LogView, position: int) -> None:
@@ -126,7 +106,8 @@ KEEP_OPEN = 64  # over this many logs, a log's file is open only while its block
 
 
 class Reader:
-    """A read across the matched logs from a cursor; iterate for items, then read ``next``."""
+    """A read across the matched logs from a cursor; iterate for items, then read ``next``
+    (and ``more``: True when it stopped at ``limit`` with a matching event still to read)."""
 
     def __init__(self, logs: list[Log], after: Cursor | None, *, filters: Filters, deployment: str,
                  limit: int | None = None, on_corrupt: OnCorrupt = None,
@@ -138,8 +119,10 @@ class Reader:
         self.deployment = deployment
         self.limit = limit
         self.on_corrupt = on_corrupt
+        self.more = False
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
+        self.block = block_size(len(logs))
         _allow_open_files(min(len(logs), KEEP_OPEN) + 64)
         for log in logs:
             view = log.open()
@@ -169,61 +152,87 @@ class Reader:
         self.close()
 
     def notices(self) -> Iterator[Item]:
+        """An ``events.dropped`` for each log whose window reaches into dropped events: the
+        position is before its first kept event, and ``since`` (if any) is not later than the
+        newest dropped event (the compaction record's; without one, the first kept event's
+        time bounds it)."""
+        since = self.filters.since
         for log in self.logs:
             view = self.views[log.name]
             pos = self.positions[log.name]
             first = view.first_seq()
-            if view.first_was_damaged and view.watermark() is None:
+            if pos >= first - 1:
+                continue
+            wm = view.watermark()
+            if view.first_was_damaged and wm is None:
                 continue  # events before a damaged first line were not dropped by retention
-            if pos < first - 1:
-                ev = dropped_notice(log, view, pos, first, self.deployment)
-                self.positions[log.name] = first - 1
-                yield Item(log.name, dumps_line(ev)[:-1], ev, None)
+            if since is not None:
+                newest = wm.time if wm is not None and wm.time else None
+                if newest is None:
+                    f = view.first()
+                    newest = f[1]["time"] if f is not None else None
+                if newest is not None and since > newest:
+                    continue  # the window starts after everything dropped: nothing was missed
+            ev = dropped_notice(log, view, pos, first, self.deployment)
+            self.positions[log.name] = first - 1
+            yield Item(log.name, dumps_line(ev)[:-1], ev, None)
 
     def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Item | None]]:
-        """(time, log id, sequence, item) in sequence order (``read.scan``); item is None for
-        lines a type filter passed over unread (they still move the cursor)."""
+        """(time, log id, sequence, item) in sequence order (``read.scan``), judged here, per
+        log, so that only matches enter the merge; item is None for lines filtered out (they
+        still move the cursor)."""
         view = self.views[log.name]
         view.reacquire()
         if view.fd is None:
             return
         pos = self.positions[log.name]
         start = view.offset_after_seq(pos)
+        exact = pos >= view.first_seq() - 1  # the next line read must be pos + 1
         if self.filters.since is not None:
             at_time = view.offset_at_time(self.filters.since)
             if not view.sorted_by_time and self.warn is not None:
                 self.warn(f"{log.name}: its times are not in order, so --since read it from the start "
                           "(see `wardrik check`)")
-            start = max(start, at_time)
+            if at_time > start:
+                start, exact = at_time, False
         name = log.name
-        release = view.release if len(self.logs) > KEEP_OPEN else None
-        for line in scan(view, start, view.end, wanted=self._wanted_types, after_seq=pos,
-                         until=self.filters.until, on_corrupt=self.on_corrupt, release=release):
+        many = len(self.logs) > KEEP_OPEN
+        release = view.release if many else None
+        warn = self.warn
+        on_gap = (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
+        f = self.filters
+        accepts = None if f.only_times and f.since is None else f.accepts
+        until = f.until
+        for line in scan(view, start, view.end, test=f.line_test(), after_seq=pos, until=until,
+                         on_corrupt=self.on_corrupt, release=release, on_gap=on_gap, gap_from_start=exact,
+                         block=self.block):
             ev = line.event
-            yield line.time, name, line.seq, (Item(name, line.raw, ev, line.seq) if ev is not None else None)
-
-    @property
-    def _wanted_types(self) -> frozenset[bytes] | None:
-        t = self.filters.types
-        return None if t is None else frozenset(x.encode() for x in t)
+            if ev is None or (accepts is not None and not accepts(ev)):
+                yield line.time, name, line.seq, None
+            else:
+                yield line.time, name, line.seq, Item(name, line.raw, None if many else ev, line.seq)
 
     def __iter__(self) -> Iterator[Item]:
         yield from self.notices()
         if self.limit is not None and self.limit <= 0:
             return
         streams = [self._stream(log) for log in self.logs]
+        if not streams:
+            return
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda x: x[:3])
         delivered = 0
-        accepts = self.filters.accepts
         positions = self.positions
         limit = self.limit
         for _t, name, seq, item in merged:
+            if item is None:
+                positions[name] = seq
+                continue
+            if limit is not None and delivered >= limit:
+                self.more = True  # one more match: its position stays before it
+                return
             positions[name] = seq
-            if item is not None and accepts(item.event):
-                yield item
-                delivered += 1
-                if limit is not None and delivered >= limit:
-                    return
+            yield item
+            delivered += 1
 
 
 def _allow_open_files(n: int) -> None:
@@ -239,12 +248,12 @@ def _allow_open_files(n: int) -> None:
 
 
 def resolve_logs(root: Root, patterns: list[str]) -> list[Log]:
-    """The logs the patterns match; a literal pattern naming no log is an error."""
+    """The logs the patterns match; a literal pattern naming no log (nor a folder) is an error."""
     root.require()
     ids = root.match(patterns)
     found = set(ids)
     for p in patterns:
-        if not has_wildcards(p) and p not in found:
+        if not has_wildcards(p) and p not in found and not root.is_folder(p):
             import difflib  # only on this error path: name the closest logs there are
             close = difflib.get_close_matches(p, list(root.iter_log_ids()), n=3, cutoff=0.8)
             hint = f"did you mean {', '.join(close)}?" if close else \

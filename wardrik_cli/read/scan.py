@@ -1,18 +1,23 @@
-"""The one block-scan loop: a log's lines in sequence order, decoding only what is wanted.
+"""The one block-scan loop: a log's lines in sequence order, decoding only what may be wanted.
 
 Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. Contract:
 - ``scan(view, start, end)`` reads complete lines of ``[start, end)`` (``start`` a line
-  start) in ``lines.CHUNK`` blocks and yields ``Line``s. Lines at or before ``after_seq``
-  are passed over; the scan ends before the first line at or after ``until`` (a stored
-  time) or past ``at`` (a sequence).
-- ``wanted`` (full type names as bytes, or None for every type): a line of another type
-  in this tool's own shape (``store.log.peek``) is not decoded; a run of such lines comes
-  as one ``Line`` with ``event=None`` (standing for ``span`` lines) that only moves the
-  caller's position. When wanted lines are rare (at most one in ``SPARSE``, judged on the
-  first block and then on what each block held) and every line of a block has that shape
-  (a few whole-block byte counts say so) and the block ends before ``until`` and ``at``,
-  only the wanted lines are found, by searching the block for their ``"type":"..."``, and
-  decoded: the cost of a rare-type filter is a byte search, not a look at every line.
+  start) in ``lines.CHUNK`` blocks (smaller when ``block`` says so: a read over many logs
+  shares one budget) and yields ``Line``s. Lines at or before ``after_seq`` are passed
+  over; the scan ends before the first line at or after ``until`` (a stored time) or past
+  ``at`` (a sequence).
+- ``test`` (a ``read.filters.LineTest``; ``wanted`` is the short form for types only): a line
+  in this tool's own shape (``store.log.peek``) that the test rules out is not decoded; a run
+  of such lines comes as one ``Line`` with ``event=None`` (standing for ``span`` lines) that
+  only moves the caller's position. Lines the test lets through are decoded and yielded: the
+  caller still judges them (``Filters.accepts``). When such lines are rare (at most one in
+  ``SPARSE``, judged on each block) and every line of a block has the shape (a few
+  whole-block byte counts say so), its sequences run on without a gap, and the block ends
+  before ``until`` and ``at``, only the candidates are found, by searching the block for the
+  test's bytes, and decoded: a rare match costs a byte search, not a look at every line.
+- ``on_gap(before, after)``: told when the sequence jumps (``before`` read, ``after`` next,
+  events in between missing): from the first line on, or from ``after_seq`` when
+  ``gap_from_start`` (the caller's position is exact). The read goes on.
 - A complete line that is not an event goes to ``decode`` (default: ``CorruptLedger``, or
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
@@ -25,13 +30,15 @@ from typing import Any, NamedTuple
 from collections.abc import Callable, Iterator
 
 from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.read.filters import ODD_ESCAPES, LineTest
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import HEAD, LogView, peek
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
+OnGap = Callable[[int, int], None]
 _TYPE_AT = 36 + len(HEAD)  # the event's own "type" key follows its 36-character id
 _JOIN = b'}}\n{"specversion":"1.0","id":"'
-SPARSE = 3  # the block search is used when at most one line in SPARSE is wanted
+SPARSE = 3  # the block search is used when at most one line in SPARSE may be wanted
 
 
 class Line(NamedTuple):
@@ -39,7 +46,7 @@ class Line(NamedTuple):
     raw: bytes  # the line without its newline (the block's last line, for a summary)
     seq: int
     time: str
-    event: dict[str, Any] | None  # None: not decoded (a type not wanted): it only moves a position
+    event: dict[str, Any] | None  # None: not decoded (ruled out): it only moves a position
     end: int  # where the next line starts
     span: int  # how many lines this stands for (a run passed over unread: more than 1)
 
@@ -49,10 +56,11 @@ class Line(NamedTuple):
 _new = tuple.__new__
 
 
-def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None = None, after_seq: int = 0,
-         until: str | None = None, at: int | None = None,
-         on_corrupt: Callable[[CorruptLedger], None] | None = None,
-         decode: Decode | None = None, release: Callable[[], None] | None = None) -> Iterator[Line]:
+def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None = None,
+         test: LineTest | None = None, after_seq: int = 0, until: str | None = None, at: int | None = None,
+         on_corrupt: Callable[[CorruptLedger], None] | None = None, decode: Decode | None = None,
+         release: Callable[[], None] | None = None, on_gap: OnGap | None = None, gap_from_start: bool = False,
+         block: int = lines.CHUNK) -> Iterator[Line]:
     """The lines of ``view`` in ``[start, end)``, as the module docstring says."""
     fd = view.fd
     if fd is None or start >= end:
@@ -60,29 +68,29 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     if decode is None:
         def decode(off: int, raw: bytes) -> dict[str, Any] | None:
             return view.decode_or_report(off, raw, on_corrupt)
-    # Stored types always carry the prefix: only those can be the event's own type.
-    markers = [b'","type":"' + t + b'"' for t in wanted if t.startswith(b"wardrik.")] if wanted is not None else []
+    if test is None and wanted is not None:
+        test = LineTest(wanted, frozenset(), [])
+    markers: list[bytes] = []
+    searchable = False
+    if test is not None:
+        # Stored types always carry the prefix: only those can be the event's own type.
+        if test.wanted is not None:
+            markers = [b'","type":"' + t + b'"' for t in test.wanted if t.startswith(b"wardrik.")]
+        searchable = test.wanted is not None or bool(test.needles)
     pos = after_seq
-    dense: bool | None = None  # are wanted lines common? judged on the first block, then on each
-    for block_off, block in lines.iter_blocks(fd, start, end):
-        if release is not None and block_off + len(block) >= end:
+    armed = gap_from_start and on_gap is not None  # is pos the sequence just before the next line?
+    dense = False  # are candidates common? then line by line is cheaper than a search per hit
+    for block_off, data in lines.iter_blocks(fd, start, end, chunk=block):
+        if release is not None and block_off + len(data) >= end:
             release()  # the last block is in memory: the file is not needed any more
-        look: Callable[[bytes], tuple[bytes, bytes, bytes] | None] | None = None
-        if wanted is not None:
-            # A byte search pays when the wanted lines are few; when they are many, line by
-            # line (a byte look at each type) is cheaper than finding each hit. Which one is
-            # judged on the first block and then on what each block turned out to hold.
-            n_lines = block.count(b"\n")
-            if dense is None:
-                dense = sum(block.count(m) for m in markers) * SPARSE > n_lines
-            summary = None if dense else _in_shape(block, n_lines, until, at)
-            look = peek
+        n_lines = data.count(b"\n")
+        if searchable and not dense:
+            assert test is not None
+            summary = _in_shape(data, n_lines, until, at, pos, armed)
             if summary is not None:
                 found = 0
-                for line in _hits(block, block_off, markers, pos, decode, until, at):
-                    if line is None:
-                        return
-                    pos = max(pos, line.seq)
+                for line in _hits(data, block_off, test, markers, pos, decode):
+                    pos = line.seq
                     found += 1
                     yield line
                 dense = found * SPARSE > n_lines
@@ -90,29 +98,31 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                 if last_seq > pos:
                     pos = last_seq
                     yield _new(Line, (block_off + last_off, last_raw, last_seq, last_time, None,
-                               block_off + len(block), n_lines))
+                               block_off + len(data), n_lines))
+                armed = on_gap is not None
                 continue
-            wanted_seen = 0
-        else:
-            wanted_seen = n_lines = 0
         # Line by line (inlined: this is the hot loop of a fold and of an unfiltered page).
         # Lines passed over unread are not yielded one by one: a run of them comes as one
         # Line standing for them all, just before the next event or at the block's end.
         off = block_off
         skipped: tuple[int, bytes, int, str] | None = None
         n_skipped = 0
-        for raw in block.split(b"\n")[:-1]:
+        decoded = 0
+        for raw in data.split(b"\n")[:-1]:
             here = off
             off += len(raw) + 1
-            if look is not None:
-                p = look(raw)
-                if p is not None and p[0] not in wanted:  # type: ignore[operator]
-                    seq, t = int(p[1]), p[2].decode()
+            if test is not None:
+                p = peek(raw)
+                if p is not None and (not test.type_ok(p[0]) or not test.may_match(raw)):
+                    seq = int(p[1])
                     if seq <= pos:
                         continue
+                    t = p[2].decode()
                     if (until is not None and t >= until) or (at is not None and seq > at):
                         break
-                    pos = seq
+                    if armed and seq != pos + 1:
+                        on_gap(pos, seq)  # type: ignore[misc]
+                    pos, armed = seq, on_gap is not None
                     skipped, n_skipped = (here, raw, seq, t), n_skipped + 1
                     continue
             ev = decode(here, raw)
@@ -127,12 +137,14 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
             if skipped is not None:
                 yield _new(Line, (skipped[0], skipped[1], skipped[2], skipped[3], None, here, n_skipped))
                 skipped, n_skipped = None, 0
-            pos = seq
-            wanted_seen += 1
+            if armed and seq != pos + 1:
+                on_gap(pos, seq)  # type: ignore[misc]
+            pos, armed = seq, on_gap is not None
+            decoded += 1
             yield _new(Line, (here, raw, seq, t, ev, off, 1))
         else:
-            if look is not None:
-                dense = wanted_seen * SPARSE > n_lines
+            if searchable:
+                dense = decoded * SPARSE > n_lines
             if skipped is not None:
                 yield _new(Line, (skipped[0], skipped[1], skipped[2], skipped[3], None, off, n_skipped))
             continue
@@ -141,44 +153,69 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
         return
 
 
-def _in_shape(block: bytes, n_lines: int, until: str | None,
-              at: int | None) -> tuple[int, str, int, bytes] | None:
+def _in_shape(data: bytes, n_lines: int, until: str | None, at: int | None, pos: int,
+              armed: bool) -> tuple[int, str, int, bytes] | None:
     """(last seq, last time, offset, raw) of the block's last line when the whole block (of
-    ``n_lines`` lines) is in this tool's shape and ends before ``until`` and ``at``; else None."""
-    last_start = block.rfind(b"\n", 0, len(block) - 1) + 1
-    last_raw = block[last_start:-1]
+    ``n_lines`` lines) is in this tool's shape, its sequences run on from its first line
+    (from ``pos`` when ``armed``) one by one, and it ends before ``until`` and ``at``; else None."""
+    last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    last_raw = data[last_start:-1]
     last = peek(last_raw)
-    if last is None or not block.startswith(HEAD):
+    first = peek(data[:data.index(b"\n")])
+    if last is None or first is None:
         return None
-    if block.count(_JOIN) != n_lines - 1 or block.count(b'"specversion"') != n_lines:
-        return None
-    seq, t = int(last[1]), last[2].decode()
+    seq, first_seq = int(last[1]), int(first[1])
+    if seq - first_seq != n_lines - 1 or first_seq <= pos or (armed and first_seq != pos + 1):
+        return None  # a gap, a repeat or lines already read: line by line says which
+    t = last[2].decode()
     if (until is not None and t >= until) or (at is not None and seq > at):
+        return None
+    if data.count(_JOIN) != n_lines - 1 or data.count(b'"specversion"') != n_lines:
         return None
     return seq, t, last_start, last_raw
 
 
-def _hits(block: bytes, base: int, markers: list[bytes], pos: int, decode: Decode, until: str | None,
-          at: int | None) -> Iterator[Line | None]:
+def _line_starts(data: bytes, needle: bytes, at_type: bool = False) -> set[int]:
     starts: set[int] = set()
-    for m in markers:
-        i = block.find(m)
-        while i >= 0:
-            line_start = block.rfind(b"\n", 0, i) + 1
-            if i - line_start == _TYPE_AT:  # the event's own type, not a "type" inside its data
-                starts.add(line_start)
-            i = block.find(m, i + 1)
-    for line_start in sorted(starts):
-        line_end = block.index(b"\n", line_start)
-        raw = block[line_start:line_end]
+    find, rfind = data.find, data.rfind
+    i = find(needle)
+    while i >= 0:
+        line_start = rfind(b"\n", 0, i) + 1
+        if not at_type or i - line_start == _TYPE_AT:  # the event's own type, not one in its data
+            starts.add(line_start)
+        i = find(needle, i + 1)
+    return starts
+
+
+def _hits(data: bytes, base: int, test: LineTest, markers: list[bytes], pos: int,
+          decode: Decode) -> Iterator[Line]:
+    """The block's candidate lines, decoded, in order (the block is in shape: see _in_shape)."""
+    cands: set[int] | None = None
+    if test.wanted is not None:
+        cands = set()
+        for m in markers:
+            cands |= _line_starts(data, m, at_type=True)
+    if test.needles and (cands is None or cands):
+        odd: set[int] = set()
+        for e in ODD_ESCAPES:
+            odd |= _line_starts(data, e)
+        low = data.lower() if test.lower else data
+        for n in test.needles:
+            hay = low if n.lower else data
+            got = set(odd)
+            for a in n.alternatives:
+                got |= _line_starts(hay, a)
+            cands = got if cands is None else cands & got
+            if not cands:
+                break
+    for line_start in sorted(cands or ()):
+        line_end = data.index(b"\n", line_start)
+        raw = data[line_start:line_end]
         ev = decode(base + line_start, raw)
         if ev is None:
             continue
         seq = int(ev["sequence"])
         if seq <= pos:
             continue
-        if (until is not None and ev["time"] >= until) or (at is not None and seq > at):
-            yield None
-            return
         pos = seq
         yield _new(Line, (base + line_start, raw, seq, ev["time"], ev, base + line_end + 1, 1))

@@ -120,8 +120,22 @@ class Root:
         return validate_deployment(name)
 
     # -- listing -----------------------------------------------------------
+    def is_folder(self, name: str) -> bool:
+        """``name`` (a log id's form) is a folder under the root, reached without a link."""
+        here = self.path
+        for part in name.split("/"):
+            here = here / part
+            try:
+                if not stat.S_ISDIR(os.lstat(here).st_mode):
+                    return False
+            except OSError:
+                return False
+        return True
+
     def iter_log_ids(self, under: str = "") -> Iterator[str]:
         """Every log id under the root (or under folder ``under``), in no particular order."""
+        if under and not self.is_folder(under):
+            return  # no such folder, or one reached through a link: never followed out of the root
         base = self.path / under if under else self.path
         prefix = under + "/" if under else ""
         try:
@@ -140,13 +154,16 @@ class Root:
                     yield log_id
 
     def match(self, patterns: list[str]) -> list[str]:
-        """Log ids matched by any pattern, sorted. A literal id is matched when its file exists."""
+        """Log ids matched by any pattern, sorted. A literal id is matched when its file exists;
+        a literal naming no log but a folder of logs (``acme``) matches every log under it."""
         found: set[str] = set()
         for pattern in patterns:
             validate_pattern(pattern)
             if not has_wildcards(pattern):
                 if _names_a_file(self.log_path(pattern)):  # links and FIFOs too: opening them says why not
-                    found.add(pattern)
+                    found.add(pattern)  # a log id names its log, even beside a folder of that name
+                elif self.is_folder(pattern):
+                    found.update(self.iter_log_ids(pattern))
                 continue
             # Walk only the folder the literal prefix pins down.
             literal = re.split(r"[*?]", pattern, maxsplit=1)[0]

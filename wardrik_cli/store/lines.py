@@ -27,35 +27,37 @@ def iter_lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tupl
             off += len(line) + 1
 
 
-def iter_blocks(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``.
+def iter_blocks(fd: int, start: int = 0, end: int | None = None, *,
+                chunk: int = CHUNK) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``,
+    read ``chunk`` bytes at a time.
 
     A line longer than a chunk is collected chunk by chunk and joined once, when its newline
     comes: reading it costs its length, not its length squared."""
     pos = start
     pending: list[bytes] = []  # chunks of a line that has not ended yet
     while True:
-        want = CHUNK if end is None else min(CHUNK, end - pos)
+        want = chunk if end is None else min(chunk, end - pos)
         if want <= 0:
             break
-        chunk = os.pread(fd, want, pos)
-        if not chunk:
+        piece = os.pread(fd, want, pos)
+        if not piece:
             break
-        pos += len(chunk)
-        nl = chunk.rfind(b"\n")
+        pos += len(piece)
+        nl = piece.rfind(b"\n")
         if nl < 0:
-            pending.append(chunk)
+            pending.append(piece)
             continue
         cut = nl + 1
         if pending:
-            pending.append(chunk[:cut])
+            pending.append(piece[:cut])
             data = b"".join(pending)
             pending = []
         else:
-            data = chunk[:cut] if cut < len(chunk) else chunk
-        yield pos - len(chunk) + cut - len(data), data
-        if cut < len(chunk):
-            pending.append(chunk[cut:])
+            data = piece[:cut] if cut < len(piece) else piece
+        yield pos - len(piece) + cut - len(data), data
+        if cut < len(piece):
+            pending.append(piece[cut:])
 
 
 def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:

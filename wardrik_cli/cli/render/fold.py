@@ -2,7 +2,8 @@
 
 The state view is a key/value panel (values cut at the terminal's width, as seed 000's
 printout cuts them), the timeline a tree of runs and what happened inside each (model calls,
-tool calls, waits on a person, with durations), activity a table with one row per agent
+tool calls, waits on a person, with durations; a failed run or tool call with its error text,
+``— error: ...``), activity a table with one row per agent
 (what it is doing, for how long, since when, how many messages wait). Colours and times
 follow ``render`` (the event families' colours, UTC unless ``--local``).
 """
@@ -57,6 +58,14 @@ def _cut(text: Any) -> Any:
     return text
 
 
+def _error(text: Any, row: dict[str, Any]) -> None:
+    """A failed row's error text (the timeline's short form), as one line; the console
+    escapes whatever control is left (``cli.safe_text``)."""
+    err = row.get("error")
+    if err not in (None, ""):
+        text.append(f"  — error: {one_line(err)}", style="red")
+
+
 def timeline_tree(s: dict[str, Any]) -> Any:
     from rich.text import Text
     from rich.tree import Tree
@@ -75,6 +84,7 @@ def timeline_tree(s: dict[str, Any]) -> Any:
             head.append(f"  {short_time(run['started'])}", style="dim")
         if run.get("duration_ms") is not None:
             head.append(f"  {_dur(run['duration_ms'])}")
+        _error(head, run)
         if run.get("task"):
             head.append(f"  {one_line(run['task'])}", style="italic")
         node = tree.add(_cut(head))
@@ -94,6 +104,7 @@ def timeline_tree(s: dict[str, Any]) -> Any:
             line.append(f"  {it.get('status')}", style=_STATUS.get(str(it.get("status")), ""))
             if it.get("duration_ms") is not None:
                 line.append(f"  {_dur(it['duration_ms'])}", style="bold" if kind == "wait" else "")
+            _error(line, it)
             if it.get("seq"):
                 line.append(f"  #{it['seq']}", style="dim")
             node.add(_cut(line))

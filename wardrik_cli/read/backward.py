@@ -1,0 +1,168 @@
+"""The last n matching events across logs: ``tail -n N``'s read-back.
+
+Contract kept here:
+- The logs are read backwards side by side, newest line first across them (a merge by
+  (time, log id, sequence), descending), until n lines have matched or every log has been
+  read back. So a read-back costs about the n events it shows (plus one look per log) when
+  most lines match, and memory is n raw lines plus one small block per log, whatever the
+  number of logs (blocks share ``READ_BUDGET``; over ``KEEP_OPEN`` logs a file is open only
+  while a block is read).
+- A line in this tool's shape is judged on its bytes first (``store.log.peek`` and the
+  filters' ``LineTest``); only lines that may match are decoded (which also validates them: a
+  corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
+- With ``since``, a log is read back no further than its first line older than it (logs this
+  tool wrote are sorted by time).
+- ``ReadBack.exhausted`` names the logs read back to their first line: every matching event
+  they hold was chosen.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Callable
+from typing import Any
+
+from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.read.filters import Filters
+from wardrik_cli.store.log import LogView, peek
+
+MIN_BLOCK = 1 << 10
+MAX_BLOCK = 1 << 16
+READ_BUDGET = 16 << 20
+KEEP_OPEN = 64
+
+
+class _Back:
+    """One log read backwards a block at a time; ``next()`` gives (offset, raw) or None."""
+
+    __slots__ = ("view", "pos", "buf", "j", "block", "ino", "many", "done")
+
+    def __init__(self, view: LogView, block: int, many: bool):
+        self.view, self.block, self.many = view, block, many
+        self.pos = view.end  # buf holds the bytes [pos, pos + len(buf))
+        self.buf = b""
+        self.j = -1  # index in buf of the newline that ends the next line to give; -1: none yet
+        self.ino = view.ino
+        self.done = view.ino is None or view.end == 0  # no file (a released view still has its ino)
+
+    def next(self) -> tuple[int, bytes] | None:
+        while not self.done:
+            j = self.j
+            if j >= 0:
+                i = self.buf.rfind(b"\n", 0, j)
+                if i >= 0:
+                    self.j = i
+                    return self.pos + i + 1, self.buf[i + 1:j]
+                if self.pos == 0:
+                    self.done = True
+                    return 0, self.buf[:j]
+            if not self._refill():
+                self.done = True
+        return None
+
+    def _refill(self) -> bool:
+        """Read the block before ``pos``; the part-line already held is kept (a line longer
+        than a block is read in doubling steps: its length, not its length squared)."""
+        if self.pos == 0:
+            return False
+        view = self.view
+        view.reacquire()
+        if view.fd is None or view.ino != self.ino:
+            return False  # replaced while read back (compaction): this snapshot ends here
+        keep = self.buf[: self.j + 1]
+        n = min(self.pos, max(self.block, len(keep)))
+        got = os.pread(view.fd, n, self.pos - n)
+        if len(got) != n:
+            return False  # cut short under us: this snapshot ends here
+        self.pos -= n
+        self.buf = got + keep
+        self.j = len(self.buf) - 1  # keep ends with a newline; so does the first block (view.end)
+        if self.many:
+            view.release()
+        return True
+
+
+class _Newest:
+    """A heap entry ordered newest first: (time, log, seq) descending."""
+
+    __slots__ = ("key", "idx", "off", "raw", "peeked")
+
+    def __init__(self, key: tuple[str, str, int], idx: int, off: int, raw: bytes, peeked: bool):
+        self.key, self.idx, self.off, self.raw, self.peeked = key, idx, off, raw, peeked
+
+    def __lt__(self, other: _Newest) -> bool:
+        return self.key > other.key
+
+
+class ReadBack:
+    """``run()`` gives the chosen (log id, seq, raw) oldest first; see the module docstring."""
+
+    def __init__(self, views: list[LogView], n: int, filters: Filters, *,
+                 on_corrupt: Callable[[CorruptLedger], None] | None = None):
+        self.views, self.n, self.filters, self.on_corrupt = views, n, filters, on_corrupt
+        self.exhausted: set[str] = set()
+
+    def run(self) -> list[tuple[str, int, bytes]]:
+        views, n = self.views, self.n
+        if n <= 0 or not views:
+            return []
+        many = len(views) > KEEP_OPEN
+        block = max(MIN_BLOCK, min(MAX_BLOCK, READ_BUDGET // len(views)))
+        backs = [_Back(v, block, many) for v in views]
+        since = self.filters.since
+        test = self.filters.line_test()
+        accepts = self.filters.accepts
+        plain = self.filters.only_times
+        heap: list[_Newest] = []
+
+        def push(idx: int) -> None:
+            back = backs[idx]
+            while True:
+                got = back.next()
+                if got is None:
+                    self.exhausted.add(back.view.log.name)
+                    return
+                off, raw = got
+                p = peek(raw)
+                if p is not None:
+                    seq, t = int(p[1]), p[2].decode()
+                    peeked = True
+                else:
+                    ev = back.view.decode_or_report(off, raw, self.on_corrupt)
+                    if ev is None:
+                        continue
+                    seq, t, peeked = int(ev["sequence"]), ev["time"], False
+                if since is not None and t < since:
+                    return  # older than the window: so is the rest of this log
+                heapq.heappush(heap, _Newest((t, back.view.log.name, seq), idx, off, raw, peeked))
+                return
+
+        for i in range(len(backs)):
+            push(i)
+        chosen: list[tuple[str, int, bytes]] = []
+        while heap and len(chosen) < n:
+            top = heapq.heappop(heap)
+            view = backs[top.idx].view
+            ok = True
+            if top.peeked and test is not None:
+                p = peek(top.raw)
+                assert p is not None
+                ok = test.type_ok(p[0]) and test.may_match(top.raw)
+            if ok:
+                ev: dict[str, Any] | None = _decode(view, top.off, top.raw, self.on_corrupt)
+                ok = ev is not None and (plain and since is None or accepts(ev))
+            if ok:
+                chosen.append((top.key[1], top.key[2], top.raw))
+            push(top.idx)
+        for b in backs:
+            if not b.done:
+                self.exhausted.discard(b.view.log.name)
+            if many:
+                b.view.release()
+        chosen.reverse()
+        return chosen
+
+
+def _decode(view: LogView, off: int, raw: bytes,
+            on_corrupt: Callable[[CorruptLedger], None] | None) -> dict[str, Any] | None:
+    return view.decode_or_report(off, raw, on_corrupt)

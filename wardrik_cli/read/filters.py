@@ -1,0 +1,372 @@
+"""What a reader wants to see (``Filters``), and the byte tests that find it fast (``LineTest``).
+
+Contract kept here:
+- ``Filters.accepts(event)`` is the definition of a match, on the decoded event: types kept
+  (``-t``) and not excluded (``-x``), time in ``[since, until)``, run id (the trace id of
+  ``traceparent``) starting with ``run``, ``grep`` searching every string value anywhere in
+  ``data`` (keys excluded), every ``--where`` holding. ``events.dropped`` passes all of it.
+- ``LineTest`` only ever rules lines *out*, and only when that is sure: a byte test on the
+  stored line is a necessary condition of ``accepts``, never the definition. A needle is
+  used only when it has no character JSON may escape (``"``, ``\\``, control characters),
+  and a line holding a ``\\u`` or ``\\/`` escape (a writer that escapes more than it must)
+  is always decoded and judged in full.
+- Bad input (a regex that does not compile, a ``--where`` that does not parse, a ``--run``
+  that is not hex, an unknown type) is ``BadInput`` naming the option and the forms it takes.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from wardrik_cli.errors import BadInput
+from wardrik_cli.protocol.catalogue import DROPPED, lookup
+from wardrik_cli.protocol.envelope import trace_id_of
+
+WHERE_OPS = ("!=", "<=", ">=", "=", "~", "<", ">")
+_WHERE_RE = re.compile(r"\s*([A-Za-z0-9_.\-]+)\s*(!=|<=|>=|=|~|<|>)\s?(.*)", re.S)
+_WHERE_FORMS = "PATH OP VALUE, OP one of = != ~ < <= > >= (e.g. data.tool.name=bash, 'data.attempt >= 3')"
+_HEX_RE = re.compile(r"[0-9a-f]{4,32}")
+_TRACEPARENT_RE = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
+_UNSAFE = re.compile(rb'["\\\x00-\x1f]')  # bytes JSON may write escaped: never in a needle
+NEEDLE_MIN = 3  # shorter literals find too much to be worth a byte search
+
+
+# ---------------------------------------------------------------------------------------
+# parsing what users type
+# ---------------------------------------------------------------------------------------
+def parse_types(values: Iterable[str] | str | None, option: str = "--types") -> list[str] | None:
+    """``-t a,b -t c`` (repeatable, comma-separated) as full type names; None when not given."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    items = [t.strip() for v in values for t in v.split(",") if t.strip()]
+    if not items:
+        raise BadInput(f"{option} needs at least one type (see `wardrik types`)")
+    out = []
+    for t in items:
+        try:
+            out.append(lookup(t).full)
+        except BadInput as e:
+            raise BadInput(f"bad {option}: {e}") from None
+    return out
+
+
+def parse_run(text: str) -> str:
+    """``--run``: at least 4 hex digits of a run id (its trace id), the full 32, or a whole
+    traceparent; the lowercase prefix every matching run id starts with."""
+    s = text.strip().lower()
+    m = _TRACEPARENT_RE.fullmatch(s)
+    if m:
+        return m.group(1)
+    if _HEX_RE.fullmatch(s):
+        return s
+    raise BadInput(f"bad --run {text!r}: use at least 4 hex digits of a run id (pretty output shows 8), "
+                   "the full 32, or a traceparent (00-<run id>-<span>-01)")
+
+
+def compile_grep(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as e:
+        raise BadInput(f"bad --grep {pattern!r}: {e} (a Python regular expression; "
+                       "escape ( [ . * + ? with a backslash to match them literally)") from None
+
+
+@dataclass(frozen=True)
+class Where:
+    """One ``--where PATH OP VALUE``."""
+
+    text: str
+    path: tuple[str, ...]
+    op: str
+    value: str
+    number: float | None = None  # for < <= > >= on anything but time
+    regex: re.Pattern[str] | None = None  # for ~
+
+    @classmethod
+    def parse(cls, text: str, *, parse_time: Any = None) -> Where:
+        m = _WHERE_RE.fullmatch(text)
+        if not m or not m.group(1).strip("."):
+            raise BadInput(f"bad --where {text!r}: expected {_WHERE_FORMS}")
+        path_text, op, value = m.group(1), m.group(2), m.group(3).strip()
+        if value[:1] in "\"'" and len(value) >= 2 and value[-1] == value[0]:
+            value = value[1:-1]  # a quoted value keeps its spaces
+        path = tuple(path_text.split("."))
+        if any(not p for p in path):
+            raise BadInput(f"bad --where {text!r}: the path {path_text!r} has an empty part")
+        if op == "~":
+            try:
+                return cls(text, path, op, value, regex=re.compile(value))
+            except re.error as e:
+                raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
+        if op in ("<", "<=", ">", ">="):
+            if path == ("time",):
+                if parse_time is None:
+                    from wardrik_cli.protocol.times import parse_time_arg as parse_time
+                return cls(text, path, op, parse_time(value))
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+            if number is None or number != number or value.strip().lower() in ("inf", "-inf", "infinity", "nan"):
+                raise BadInput(f"bad --where {text!r}: {op} compares numbers (or times, for `time`), "
+                               f"and {value!r} is not a number")
+            return cls(text, path, op, value, number=number)
+        return cls(text, path, op, value)
+
+    def holds(self, event: dict[str, Any]) -> bool:
+        cur: Any = event
+        for part in self.path:
+            if isinstance(cur, dict) and part in cur:
+                cur = cur[part]
+            elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+                cur = cur[int(part)]
+            else:
+                return self.op == "!="  # a missing path matches only !=
+        op = self.op
+        if op in ("=", "!=", "~"):
+            text = cur if isinstance(cur, str) else orjson.dumps(cur).decode()
+            if op == "~":
+                assert self.regex is not None
+                return self.regex.search(text) is not None
+            return (text == self.value) == (op == "=")
+        if self.number is None:  # a time
+            if not isinstance(cur, str):
+                return False
+            return _compare(cur, self.value, op)
+        if isinstance(cur, bool) or not isinstance(cur, int | float):
+            return False
+        return _compare(cur, self.number, op)
+
+    def needle(self) -> bytes | None:
+        """Bytes every matching line holds (when not escaped), or None."""
+        if self.op == "=":
+            if _looks_numeric(self.value):
+                return None  # a number may be written in more than one way (1e3, 1000.0)
+            return _safe(self.value.encode())
+        if self.op == "~" and self.regex is not None:
+            lits = required_literals(self.regex)
+            return lits[0] if lits and len(lits) == 1 else None
+        return None
+
+
+def _compare(a: Any, b: Any, op: str) -> bool:
+    if op == "<":
+        return bool(a < b)
+    if op == "<=":
+        return bool(a <= b)
+    if op == ">":
+        return bool(a > b)
+    return bool(a >= b)
+
+
+def _looks_numeric(value: str) -> bool:
+    try:
+        float(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _safe(needle: bytes) -> bytes | None:
+    return needle if len(needle) >= NEEDLE_MIN and not _UNSAFE.search(needle) else None
+
+
+def required_literals(rx: re.Pattern[str]) -> list[bytes] | None:
+    """Byte strings one of which every match of ``rx`` contains (alternatives), lower-cased
+    when the pattern ignores case; None when no such literal worth searching is known.
+
+    Read from the regex's parse tree: a top-level sequence's longest run of literal
+    characters (every match holds it), or a top-level alternation of pure literals."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(rx.pattern, rx.flags)
+    except Exception:  # noqa: BLE001 - a private module: any surprise means no prefilter
+        return None
+    ignore = bool(tree.state.flags & re.IGNORECASE)
+    lit, br = _parser.LITERAL, _parser.BRANCH
+
+    def longest_run(items: Sequence[Any]) -> str:
+        best, cur = "", []
+        for op, av in items:
+            if op is lit:
+                cur.append(chr(av))
+                continue
+            if len("".join(cur)) > len(best):
+                best = "".join(cur)
+            cur = []
+        return max(best, "".join(cur), key=len)
+
+    items = list(tree)
+    if len(items) == 1 and items[0][0] is br:
+        alts = []
+        for sub in items[0][1][1]:
+            sub_items = list(sub)
+            if not sub_items or any(op is not lit for op, _ in sub_items):
+                return None
+            alts.append("".join(chr(av) for _, av in sub_items))
+        texts = alts
+    else:
+        texts = [longest_run(items)]
+    out = []
+    for t in texts:
+        if ignore:
+            if not t.isascii():
+                return None  # Unicode case folding is not a byte search
+            t = t.lower()
+        b = _safe(t.encode())
+        if b is None:
+            return None
+        out.append(b)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the definition: Filters.accepts
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Filters:
+    """What a reader wants to see; ``events.dropped`` passes all of it.
+
+    ``since``/``until`` are stored time strings (since inclusive, until exclusive); ``run`` a
+    lowercase hex prefix of run ids; ``types``/``exclude`` full type names."""
+
+    types: frozenset[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    run: str | None = None
+    exclude: frozenset[str] = frozenset()
+    grep: re.Pattern[str] | None = None
+    where: tuple[Where, ...] = ()
+    _test: LineTest | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, types: Iterable[str] | None = None, since: str | None = None,
+              until: str | None = None, run: str | None = None, *, exclude: Iterable[str] | None = None,
+              grep: str | None = None, ignore_case: bool = False, where: Iterable[str] = ()) -> Filters:
+        """From what users type: type names with or without the prefix, a ``--run`` text,
+        a ``--grep`` regex, ``--where`` texts (times already parsed)."""
+        full = frozenset(lookup(t).full for t in types) if types else None
+        ex = frozenset(lookup(t).full for t in exclude) if exclude else frozenset()
+        return cls(full, since, until, parse_run(run) if run is not None else None, ex,
+                   compile_grep(grep, ignore_case) if grep is not None else None,
+                   tuple(Where.parse(w) for w in where))
+
+    @property
+    def only_times(self) -> bool:
+        """True when nothing but the time window (or nothing at all) is asked for."""
+        return (self.types is None and not self.exclude and self.run is None and self.grep is None
+                and not self.where)
+
+    def accepts(self, event: dict[str, Any]) -> bool:
+        t = event.get("type")
+        if t == DROPPED:
+            return True
+        if self.types is not None and t not in self.types:
+            return False
+        if t in self.exclude:
+            return False
+        if self.since is not None and event["time"] < self.since:
+            return False
+        if self.until is not None and event["time"] >= self.until:
+            return False
+        if self.run is not None:
+            tid = trace_id_of(event)
+            if tid is None or not tid.startswith(self.run):
+                return False
+        if self.grep is not None and not grep_data(self.grep, event.get("data")):
+            return False
+        for w in self.where:
+            if not w.holds(event):
+                return False
+        return True
+
+    def line_test(self) -> LineTest | None:
+        """The byte tests of these filters, for ``read.scan`` (None: every line is decoded)."""
+        if self._test is None:
+            self._test = LineTest.of(self)
+        return self._test if self._test.active else None
+
+
+def grep_data(rx: re.Pattern[str], data: Any) -> bool:
+    """Does a string value anywhere in ``data`` (keys excluded) hold a match? Iterative: a
+    deeply nested hostile document cannot exhaust the stack."""
+    stack = [data]
+    search = rx.search
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, str):
+            if search(cur) is not None:
+                return True
+        elif isinstance(cur, dict):
+            stack.extend(cur.values())
+        elif isinstance(cur, list):
+            stack.extend(cur)
+    return False
+
+
+# ---------------------------------------------------------------------------------------
+# the byte tests
+# ---------------------------------------------------------------------------------------
+class Needle:
+    """Bytes a line must hold (one of ``alternatives``), searched in the lower-cased line
+    when ``lower``; ``plain`` needles may be escaped in a line that uses \\u or \\/ escapes."""
+
+    __slots__ = ("alternatives", "lower")
+
+    def __init__(self, alternatives: Sequence[bytes], lower: bool = False):
+        self.alternatives, self.lower = tuple(alternatives), lower
+
+    def found(self, raw: bytes, low: bytes | None) -> bool:
+        hay = low if self.lower and low is not None else raw
+        return any(a in hay for a in self.alternatives)
+
+
+ODD_ESCAPES = (b"\\u", b"\\/")  # escapes a writer need not use for what a needle holds
+
+
+class LineTest:
+    """Byte-level tests a line must pass before it is decoded (see the module docstring).
+
+    ``wanted``/``excluded``: full type names as bytes, judged on ``store.log.peek``'s type
+    (lines in this tool's shape). ``needles``: all must be found (in a line free of odd
+    escapes)."""
+
+    __slots__ = ("wanted", "excluded", "needles", "lower", "active")
+
+    def __init__(self, wanted: frozenset[bytes] | None, excluded: frozenset[bytes], needles: list[Needle]):
+        self.wanted, self.excluded, self.needles = wanted, excluded, needles
+        self.lower = any(n.lower for n in needles)
+        self.active = wanted is not None or bool(excluded) or bool(needles)
+
+    @classmethod
+    def of(cls, f: Filters) -> LineTest:
+        needles: list[Needle] = []
+        if f.grep is not None:
+            lits = required_literals(f.grep)
+            if lits:
+                needles.append(Needle(lits, lower=bool(f.grep.flags & re.IGNORECASE)))
+        if f.run is not None:
+            needles.append(Needle([b"-" + f.run.encode()]))
+        for w in f.where:
+            n = w.needle()
+            if n is not None:
+                needles.append(Needle([n]))
+        wanted = frozenset(t.encode() for t in f.types) if f.types is not None else None
+        return cls(wanted, frozenset(t.encode() for t in f.exclude), needles)
+
+    def type_ok(self, t: bytes) -> bool:
+        return (self.wanted is None or t in self.wanted) and t not in self.excluded
+
+    def may_match(self, raw: bytes) -> bool:
+        """False only when the line cannot match (its type is known from ``peek``)."""
+        if not self.needles or any(e in raw for e in ODD_ESCAPES):
+            return True
+        low = raw.lower() if self.lower else None
+        return all(n.found(raw, low) for n in self.needles)
