@@ -98,11 +98,18 @@ def build_filters(*, types: list[str] | None = None, exclude: list[str] | None =
                   since: str | None = None, until: str | None = None) -> Any:
     """``read.filters.Filters`` from the reading options as typed (times in the invocation's
     zone under ``--local``); every refusal names its option."""
-    from wardrik_cli.protocol.times import parse_window
+    from wardrik_cli.errors import BadTime
+    from wardrik_cli.protocol.times import parse_time_arg, parse_window
     from wardrik_cli.read.filters import Filters, parse_types
 
     inv = current()
     tz = inv.time_zone()
+    for option, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                parse_time_arg(value, tz=tz)
+            except BadTime as e:
+                raise BadTime(f"{option}: {e}") from None
     lo, hi = parse_window(since, until, tz=tz)
     if ignore_case and grep is None:
         raise BadInput("--ignore-case goes with --grep REGEX")

@@ -56,7 +56,7 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import scan
-from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice
+from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
@@ -320,7 +320,9 @@ class Follower:
                 view.first()  # what a dropped notice needs, known before the file is closed
                 if many:
                     view.release()
-            back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt)
+            warn = self.warn
+            back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt,
+                            on_gap=lambda name, a, b: warn(gap_warning(name, a, b)))
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             first_shown: dict[str, int] = {}
@@ -483,7 +485,8 @@ class Follower:
     def _matches_live(self, log_id: str) -> bool:
         from wardrik_cli.protocol.names import pattern_regex
 
-        return any(pattern_regex(p).fullmatch(log_id) for p in self.live_patterns)
+        # a literal naming a folder means every log under it (store.layout.Root.match)
+        return any(pattern_regex(p).fullmatch(log_id) or log_id.startswith(p + "/") for p in self.live_patterns)
 
     def _read_log(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``; following many logs, each file is
@@ -502,7 +505,8 @@ class Follower:
     def _wants_activity(self) -> bool:
         """Live activity.changed goes to followers registered for live events that want it."""
         types = self.filters.types
-        return self._sub is not None and (types is None or ACTIVITY_CHANGED in types)
+        return self._sub is not None and (types is None or ACTIVITY_CHANGED in types) \
+            and ACTIVITY_CHANGED not in self.filters.exclude
 
     def _activity_item(self, st: _LogState, before: int) -> Item | None:
         """The activity.changed the events just read make, if they changed what the agent does."""
@@ -551,8 +555,10 @@ class Follower:
             end, size = lines.complete_end(fd)
         if end <= st.offset:
             return
-        wanted = frozenset(x.encode() for x in self.filters.types) if self.filters.types is not None else None
-        for line in scan(st.view, st.offset, end, wanted=wanted, after_seq=st.position, on_corrupt=self.on_corrupt):
+        warn = self.warn
+        for line in scan(st.view, st.offset, end, test=self.filters.line_test(), after_seq=st.position,
+                         on_corrupt=self.on_corrupt, on_gap=lambda a, b: warn(gap_warning(log.name, a, b)),
+                         gap_from_start=st.position > 0):
             st.offset = line.end
             ev = line.event
             if ev is not None and self.filters.accepts(ev):

@@ -12,6 +12,7 @@ Contract kept here:
   corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
 - With ``since``, a log is read back no further than its first line older than it (logs this
   tool wrote are sorted by time).
+- A sequence gap between lines read back goes to ``on_gap(log, before, after)``.
 - ``ReadBack.exhausted`` names the logs read back to their first line: every matching event
   they hold was chosen.
 """
@@ -26,6 +27,7 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
 from wardrik_cli.store.log import LogView, peek
 
+PROBE = 1 << 12
 MIN_BLOCK = 1 << 10
 MAX_BLOCK = 1 << 16
 READ_BUDGET = 16 << 20
@@ -35,14 +37,16 @@ KEEP_OPEN = 64
 class _Back:
     """One log read backwards a block at a time; ``next()`` gives (offset, raw) or None."""
 
-    __slots__ = ("view", "pos", "buf", "j", "block", "ino", "many", "done")
+    __slots__ = ("view", "pos", "buf", "j", "block", "cap", "ino", "many", "done", "last_seq")
 
-    def __init__(self, view: LogView, block: int, many: bool):
-        self.view, self.block, self.many = view, block, many
+    def __init__(self, view: LogView, cap: int, many: bool):
+        self.view, self.cap, self.many = view, cap, many
+        self.block = min(PROBE, cap)  # doubles up to cap: a tail of a few lines reads a few KB
         self.pos = view.end  # buf holds the bytes [pos, pos + len(buf))
         self.buf = b""
         self.j = -1  # index in buf of the newline that ends the next line to give; -1: none yet
         self.ino = view.ino
+        self.last_seq: int | None = None  # the sequence read back last (the next must be one less)
         self.done = view.ino is None or view.end == 0  # no file (a released view still has its ino)
 
     def next(self) -> tuple[int, bytes] | None:
@@ -71,6 +75,7 @@ class _Back:
             return False  # replaced while read back (compaction): this snapshot ends here
         keep = self.buf[: self.j + 1]
         n = min(self.pos, max(self.block, len(keep)))
+        self.block = min(self.block * 2, self.cap)
         got = os.pread(view.fd, n, self.pos - n)
         if len(got) != n:
             return False  # cut short under us: this snapshot ends here
@@ -98,8 +103,9 @@ class ReadBack:
     """``run()`` gives the chosen (log id, seq, raw) oldest first; see the module docstring."""
 
     def __init__(self, views: list[LogView], n: int, filters: Filters, *,
-                 on_corrupt: Callable[[CorruptLedger], None] | None = None):
-        self.views, self.n, self.filters, self.on_corrupt = views, n, filters, on_corrupt
+                 on_corrupt: Callable[[CorruptLedger], None] | None = None,
+                 on_gap: Callable[[str, int, int], None] | None = None):
+        self.views, self.n, self.filters, self.on_corrupt, self.on_gap = views, n, filters, on_corrupt, on_gap
         self.exhausted: set[str] = set()
 
     def run(self) -> list[tuple[str, int, bytes]]:
@@ -132,6 +138,10 @@ class ReadBack:
                     if ev is None:
                         continue
                     seq, t, peeked = int(ev["sequence"]), ev["time"], False
+                if back.last_seq is not None and seq != back.last_seq - 1 and seq < back.last_seq \
+                        and self.on_gap is not None:
+                    self.on_gap(back.view.log.name, seq, back.last_seq)
+                back.last_seq = seq
                 if since is not None and t < since:
                     return  # older than the window: so is the rest of this log
                 heapq.heappush(heap, _Newest((t, back.view.log.name, seq), idx, off, raw, peeked))
