@@ -2,7 +2,7 @@
 
 Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. Contract:
 - ``scan(view, start, end)`` reads complete lines of ``[start, end)`` (``start`` a line
-  start) in ``lines.CHUNK`` blocks (smaller when ``block`` says so: a read over many logs
+  start) in ``lines.CHUNK`` blocks (``lines.iter_spans``) (smaller when ``block`` says so: a read over many logs
   shares one budget) and yields ``Line``s. Lines at or before ``after_seq`` are passed
   over; the scan ends before the first line at or after ``until`` (a stored time) or past
   ``at`` (a sequence).
@@ -33,6 +33,7 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import ODD_ESCAPES, LineTest
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import HEAD, LogView, peek
+from wardrik_cli.store.search import count, find, rfind
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
 OnGap = Callable[[int, int], None]
@@ -80,16 +81,17 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     pos = after_seq
     armed = gap_from_start and on_gap is not None  # is pos the sequence just before the next line?
     dense = False  # are candidates common? then line by line is cheaper than a search per hit
-    for block_off, data in lines.iter_blocks(fd, start, end, chunk=block):
-        if release is not None and block_off + len(data) >= end:
+    for block_off, data, size in lines.iter_spans(fd, start, end, chunk=block):
+        # data[:size] is the block's whole lines; what follows is read again with the next block
+        if release is not None and block_off + size >= end:
             release()  # the last block is in memory: the file is not needed any more
-        n_lines = data.count(b"\n")
+        n_lines = count(data, b"\n", 0, size)
         if searchable and not dense:
             assert test is not None
-            summary = _in_shape(data, n_lines, until, at, pos, armed)
+            summary = _in_shape(data, size, n_lines, until, at, pos, armed)
             if summary is not None:
                 found = 0
-                for line in _hits(data, block_off, test, markers, pos, decode):
+                for line in _hits(data, size, block_off, test, markers, pos, decode):
                     pos = line.seq
                     found += 1
                     yield line
@@ -98,7 +100,7 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                 if last_seq > pos:
                     pos = last_seq
                     yield _new(Line, (block_off + last_off, last_raw, last_seq, last_time, None,
-                               block_off + len(data), n_lines))
+                               block_off + size, n_lines))
                 armed = on_gap is not None
                 continue
         # Line by line (inlined: this is the hot loop of a fold and of an unfiltered page).
@@ -108,7 +110,7 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
         skipped: tuple[int, bytes, int, str] | None = None
         n_skipped = 0
         decoded = 0
-        for raw in data.split(b"\n")[:-1]:
+        for raw in data.split(b"\n")[:n_lines]:
             here = off
             off += len(raw) + 1
             if test is not None:
@@ -153,15 +155,15 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
         return
 
 
-def _in_shape(data: bytes, n_lines: int, until: str | None, at: int | None, pos: int,
+def _in_shape(data: bytes, size: int, n_lines: int, until: str | None, at: int | None, pos: int,
               armed: bool) -> tuple[int, str, int, bytes] | None:
-    """(last seq, last time, offset, raw) of the block's last line when the whole block (of
-    ``n_lines`` lines) is in this tool's shape, its sequences run on from its first line
+    """(last seq, last time, offset, raw) of the block's last line when the whole block
+    (``data[:size]``, ``n_lines`` lines) is in this tool's shape, its sequences run on from its first line
     (from ``pos`` when ``armed``) one by one, and it ends before ``until`` and ``at``; else None."""
-    last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
-    last_raw = data[last_start:-1]
+    last_start = rfind(data, b"\n", 0, size - 1) + 1
+    last_raw = data[last_start:size - 1]
     last = peek(last_raw)
-    first = peek(data[:data.index(b"\n")])
+    first = peek(data[:find(data, b"\n")])
     if last is None or first is None:
         return None
     seq, first_seq = int(last[1]), int(first[1])
@@ -170,46 +172,46 @@ def _in_shape(data: bytes, n_lines: int, until: str | None, at: int | None, pos:
     t = last[2].decode()
     if (until is not None and t >= until) or (at is not None and seq > at):
         return None
-    if data.count(_JOIN) != n_lines - 1 or data.count(b'"specversion"') != n_lines:
+    if count(data, _JOIN, 0, size) != n_lines - 1:  # every line starts as this tool writes lines
         return None
     return seq, t, last_start, last_raw
 
 
-def _line_starts(data: bytes, needle: bytes, at_type: bool = False) -> set[int]:
+def _line_starts(data: bytes, size: int, needle: bytes, at_type: bool = False) -> set[int]:
+    """Starts of the lines of ``data[:size]`` that hold ``needle`` (at the type's offset)."""
     starts: set[int] = set()
-    find, rfind = data.find, data.rfind
-    i = find(needle)
+    i = find(data, needle, 0, size)
     while i >= 0:
-        line_start = rfind(b"\n", 0, i) + 1
+        line_start = rfind(data, b"\n", 0, i) + 1
         if not at_type or i - line_start == _TYPE_AT:  # the event's own type, not one in its data
             starts.add(line_start)
-        i = find(needle, i + 1)
+        i = find(data, needle, i + 1, size)
     return starts
 
 
-def _hits(data: bytes, base: int, test: LineTest, markers: list[bytes], pos: int,
+def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes], pos: int,
           decode: Decode) -> Iterator[Line]:
     """The block's candidate lines, decoded, in order (the block is in shape: see _in_shape)."""
     cands: set[int] | None = None
     if test.wanted is not None:
         cands = set()
         for m in markers:
-            cands |= _line_starts(data, m, at_type=True)
+            cands |= _line_starts(data, size, m, at_type=True)
     if test.needles and (cands is None or cands):
         odd: set[int] = set()
         for e in ODD_ESCAPES:
-            odd |= _line_starts(data, e)
-        low = data.lower() if test.lower else data
+            odd |= _line_starts(data, size, e)
+        low = data[:size].lower() if test.lower else data
         for n in test.needles:
             hay = low if n.lower else data
             got = set(odd)
             for a in n.alternatives:
-                got |= _line_starts(hay, a)
+                got |= _line_starts(hay, size, a)
             cands = got if cands is None else cands & got
             if not cands:
                 break
     for line_start in sorted(cands or ()):
-        line_end = data.index(b"\n", line_start)
+        line_end = find(data, b"\n", line_start)
         raw = data[line_start:line_end]
         ev = decode(base + line_start, raw)
         if ev is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-CHUNK = 1 << 20
+CHUNK = 1 << 18  # 256 KiB: large enough to amortise a call, small enough to be reused memory
 PROBE = 1 << 13
 SCAN_THRESHOLD = 1 << 16
 
@@ -30,34 +30,48 @@ def iter_lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tupl
 def iter_blocks(fd: int, start: int = 0, end: int | None = None, *,
                 chunk: int = CHUNK) -> Iterator[tuple[int, bytes]]:
     """(offset, bytes) blocks of whole lines (each ends just after a newline), from ``start``,
-    read ``chunk`` bytes at a time.
+    read ``chunk`` bytes at a time (see ``iter_spans``)."""
+    for off, data, length in iter_spans(fd, start, end, chunk=chunk):
+        yield off, (data if length == len(data) else data[:length])
+
+
+def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
+               chunk: int = CHUNK) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, data, length): ``data[:length]`` is a block of whole lines from ``start``;
+    bytes past ``length`` are the start of the next line, read again with the next block
+    (re-reading part of a line costs less than copying every block to cut it).
 
     A line longer than a chunk is collected chunk by chunk and joined once, when its newline
     comes: reading it costs its length, not its length squared."""
     pos = start
-    pending: list[bytes] = []  # chunks of a line that has not ended yet
     while True:
         want = chunk if end is None else min(chunk, end - pos)
         if want <= 0:
-            break
+            return
         piece = os.pread(fd, want, pos)
         if not piece:
-            break
-        pos += len(piece)
+            return
         nl = piece.rfind(b"\n")
-        if nl < 0:
-            pending.append(piece)
+        if nl >= 0:
+            yield pos, piece, nl + 1
+            pos += nl + 1
             continue
-        cut = nl + 1
-        if pending:
-            pending.append(piece[:cut])
-            data = b"".join(pending)
-            pending = []
-        else:
-            data = piece[:cut] if cut < len(piece) else piece
-        yield pos - len(piece) + cut - len(data), data
-        if cut < len(piece):
-            pending.append(piece[cut:])
+        pending = [piece]  # a line longer than a chunk
+        here = pos + len(piece)
+        while True:
+            want = chunk if end is None else min(chunk, end - here)
+            more = os.pread(fd, want, here) if want > 0 else b""
+            if not more:
+                return  # no newline before the end: a torn tail, never yielded
+            nl = more.find(b"\n")
+            if nl >= 0:
+                pending.append(more[:nl + 1])
+                data = b"".join(pending)
+                yield pos, data, len(data)
+                pos += len(data)
+                break
+            pending.append(more)
+            here += len(more)
 
 
 def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
