@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from enum import Enum
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -51,9 +51,35 @@ def emit(fmt: Format, *, pretty: Callable[[], None], json: Any = None, jsonl: Li
 
 
 def write_lines(lines: Lines) -> None:
-    with Batch() as b:
+    """Each item a line (stored bytes as they are, objects as compact JSON), written a block
+    of ``BLOCK`` bytes at a time: one write per block, not per line."""
+    out = current().stdout
+    parts: list[bytes | bytearray] = []
+    size = 0
+    try:
         for line in lines:
-            b.line(line if isinstance(line, (bytes, bytearray)) else orjson.dumps(line))
+            if not isinstance(line, (bytes, bytearray)):
+                line = orjson.dumps(line)
+            parts.append(line)
+            size += len(line)
+            if size >= BLOCK:
+                parts.append(b"")
+                out.write(b"\n".join(parts))
+                out.flush()
+                parts, size = [], 0
+    except BrokenPipeError:
+        raise
+    except BaseException:
+        _write_joined(out, parts)  # what was read before an error is printed, then the error
+        raise
+    _write_joined(out, parts)
+
+
+def _write_joined(out: BinaryIO, parts: list[bytes | bytearray]) -> None:
+    if parts:
+        parts.append(b"")
+        out.write(b"\n".join(parts))
+    out.flush()
 
 
 def write_line(raw: bytes) -> None:

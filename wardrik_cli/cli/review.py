@@ -87,8 +87,8 @@ def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limi
 
             print_page(iter(reader), lambda: encode_cursor(reader.next))
 
-        emit(shown, pretty=pretty, jsonl=(it.raw for it in reader),
-             json=lambda: write_events_json((it.raw for it in reader), lambda: encode_cursor(reader.next)))
+        emit(shown, pretty=pretty, jsonl=reader.raws(),
+             json=lambda: write_events_json(reader.raws(), lambda: encode_cursor(reader.next)))
         if cursor_file is not None:
             write_file(cursor_file, reader.next)
         if reader.more:

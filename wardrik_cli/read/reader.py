@@ -15,7 +15,6 @@ Contract kept here:
 from __future__ import annotations
 
 import hashlib
-import heapq
 from typing import Any
 from collections.abc import Callable, Iterator
 
@@ -28,14 +27,16 @@ from wardrik_cli.read.filters import Filters as Filters, parse_types as parse_ty
 from wardrik_cli.store import lines
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
-from wardrik_cli.store.log import Log, LogView
+from wardrik_cli.read.merge import Entry, Source, keyed, merge_rounds
+from wardrik_cli.read.scan import OnGap
+from wardrik_cli.store.log import Log, LogView, decode_event, peek
 from wardrik_cli.read.scan import scan
 from wardrik_cli.protocol.catalogue import DROPPED
 from wardrik_cli.protocol.times import now
 
 OnCorrupt = Callable[[CorruptLedger], None] | None
-READ_BUDGET = 32 << 20  # bytes of blocks a read over many logs holds at once, shared by its logs
-MIN_BLOCK = 4 << 10
+READ_BUDGET = 32 << 20
+MIN_BLOCK = 2 << 10
 
 
 def block_size(n_logs: int) -> int:
@@ -123,7 +124,11 @@ class Reader:
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
         self.block = block_size(len(logs))
-        _allow_open_files(min(len(logs), KEEP_OPEN) + 64)
+        # Every file stays open when the descriptor limit allows (raised up to the hard
+        # limit if need be); else a file is open only while its spans are read.
+        self.release_files = len(logs) > KEEP_OPEN and not _allow_open_files(len(logs) + 64)
+        if self.release_files:
+            _allow_open_files(KEEP_OPEN + 64)
         for log in logs:
             view = log.open()
             view.lenient = on_corrupt is not None
@@ -133,7 +138,9 @@ class Reader:
             self.positions[log.name] = pos
             if len(logs) > KEEP_OPEN:
                 view.first()  # known before the file is closed: notices need it
-                view.release()  # opened again when its turn comes (see _stream)
+                view.slim()
+                if self.release_files:
+                    view.release()  # opened again when its turn comes (see _merged)
 
     @property
     def next(self) -> Cursor:
@@ -177,17 +184,17 @@ class Reader:
             self.positions[log.name] = first - 1
             yield Item(log.name, dumps_line(ev)[:-1], ev, None)
 
-    def _stream(self, log: Log) -> Iterator[tuple[str, str, int, Item | None]]:
-        """(time, log id, sequence, item) in sequence order (``read.scan``), judged here, per
-        log, so that only matches enter the merge; item is None for lines filtered out (they
-        still move the cursor)."""
+    def _start(self, log: Log) -> tuple[LogView, int, int, bool] | None:
+        """(view, start offset, position, exact) of a log's read: just after the position
+        (bisection by sequence), or at ``since`` (bisection by time) when that is later;
+        exact when the next line read must be position + 1 (a gap otherwise)."""
         view = self.views[log.name]
         view.reacquire()
         if view.fd is None:
-            return
+            return None
         pos = self.positions[log.name]
         start = view.offset_after_seq(pos)
-        exact = pos >= view.first_seq() - 1  # the next line read must be pos + 1
+        exact = pos >= view.first_seq() - 1
         if self.filters.since is not None:
             at_time = view.offset_at_time(self.filters.since)
             if not view.sorted_by_time and self.warn is not None:
@@ -195,56 +202,149 @@ class Reader:
                           "(see `wardrik check`)")
             if at_time > start:
                 start, exact = at_time, False
-        name = log.name
-        many = len(self.logs) > KEEP_OPEN
-        release = view.release if many else None
+        return view, start, pos, exact
+
+    def _judge(self, name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
+        """(accepts, on_gap) for reading log ``name``: accepts is None when every line read
+        is a match (no filter but the time window, which the seek and ``until`` keep)."""
+        f = self.filters
         warn = self.warn
         on_gap = (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
-        f = self.filters
-        accepts = None if f.only_times and f.since is None else f.accepts
-        until = f.until
-        for line in scan(view, start, view.end, test=f.line_test(), after_seq=pos, until=until,
-                         on_corrupt=self.on_corrupt, release=release, on_gap=on_gap, gap_from_start=exact,
-                         block=self.block):
-            ev = line.event
-            if ev is None or (accepts is not None and not accepts(ev)):
-                yield line.time, name, line.seq, None
-            else:
-                yield line.time, name, line.seq, Item(name, line.raw, None if many else ev, line.seq)
+        return (None if f.only_times and f.since is None else f.accepts), on_gap
 
-    def __iter__(self) -> Iterator[Item]:
-        yield from self.notices()
+    def _merged(self) -> Iterator[Entry]:
+        """Every log's entries (time, log id, seq, raw, event) in (time, log id, seq) order,
+        judged per log so that only matches carry their bytes (raw is None for lines filtered
+        out: they still move the cursor). One log is read straight through; several are
+        merged in rounds (``read.merge``), a span of each at a time."""
+        f = self.filters
+        test, until = f.line_test(), f.until
+        if len(self.logs) == 1:
+            log = self.logs[0]
+            got = self._start(log)
+            if got is None:
+                return
+            view, start, pos, exact = got
+            name = log.name
+            accepts, on_gap = self._judge(name)
+            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
+                             on_gap=on_gap, gap_from_start=exact, block=self.block):
+                ev = line.event
+                if ev is None or (accepts is not None and not accepts(ev)):
+                    yield line.time, name, line.seq, None, None
+                else:
+                    yield line.time, name, line.seq, line.raw, ev
+            return
+        many = self.release_files
+        sources = []
+        for log in self.logs:
+            got = self._start(log)
+            if got is None:
+                continue
+            view, start, pos, exact = got
+            low = _time_at(view, start)  # every line from here on is merged at this time or later
+            if low is not None:
+                sources.append(Source(log.name, start, pos, exact, low, (view, *self._judge(log.name))))
+            if many:
+                view.release()
+        span = self.block
+
+        def fill(src: Source) -> list[Entry]:
+            view, accepts, on_gap = src.state
+            view.reacquire()
+            name = src.name
+            out: list[Entry] = []
+            for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
+                for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
+                                 on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
+                                 block=span, once=once):
+                    ev = line.event
+                    t = keyed(src, line.time)
+                    if ev is None or (accepts is not None and not accepts(ev)):
+                        out.append((t, name, line.seq, None, None))
+                    else:
+                        out.append((t, name, line.seq, line.raw, None))  # bytes, not dicts, wait in a merge
+                    src.offset, src.seq, src.exact = line.end, line.seq, True
+                    if not once:
+                        break
+                if out or view.fd is None:
+                    break
+            src.done = (src.offset >= view.end or not out
+                        or (until is not None and _starts_at_or_after(view, src.offset, until)))
+            if many:
+                view.release()
+            return out
+
+        yield from merge_rounds(sources, fill)
+
+    def _matches(self) -> Iterator[tuple[str, int, bytes, dict[str, Any] | None]]:
+        """(log, seq, raw, event or None) of each match in merge order, up to the limit."""
         if self.limit is not None and self.limit <= 0:
             return
-        streams = [self._stream(log) for log in self.logs]
-        if not streams:
-            return
-        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda x: x[:3])
         delivered = 0
         positions = self.positions
         limit = self.limit
-        for _t, name, seq, item in merged:
-            if item is None:
+        for _t, name, seq, raw, ev in self._merged():
+            if raw is None:
                 positions[name] = seq
                 continue
             if limit is not None and delivered >= limit:
                 self.more = True  # one more match: its position stays before it
                 return
             positions[name] = seq
-            yield item
+            yield name, seq, raw, ev
             delivered += 1
 
+    def __iter__(self) -> Iterator[Item]:
+        yield from self.notices()
+        for name, seq, raw, ev in self._matches():
+            yield Item(name, raw, ev, seq)
 
-def _allow_open_files(n: int) -> None:
+    def raws(self) -> Iterator[bytes]:
+        """The stored lines only (what ``jsonl`` prints): no ``Item`` made per event."""
+        for it in self.notices():
+            yield it.raw
+        for _name, _seq, raw, _ev in self._matches():
+            yield raw
+
+
+def _time_at(view: LogView, offset: int) -> str | None:
+    """The time of the complete line at ``offset`` ("" for a line that is not an event: it
+    will be reported where it is read); None when no line is there."""
+    if view.fd is None or offset >= view.end:
+        return None
+    got = lines.read_line_at(view.fd, offset, view.end)
+    if got is None:
+        return None
+    p = peek(got[1])
+    if p is not None:
+        return p[2].decode()
+    try:
+        return str(decode_event(got[1])["time"])
+    except ValueError:
+        return ""
+
+
+def _starts_at_or_after(view: LogView, offset: int, t: str) -> bool:
+    """Is the line at ``offset`` at or after time ``t`` (where a scan with ``until`` stopped)?"""
+    at = _time_at(view, offset)
+    return at is None or at >= t
+
+
+def _allow_open_files(n: int) -> bool:
+    """Raise the soft limit on open files to ``n`` if the hard limit allows; True if it is at
+    least ``n`` now."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < n:
-        want = n if hard == resource.RLIM_INFINITY else min(n, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        except (ValueError, OSError):
-            pass  # the open that fails will say so, as one error line
+    if soft == resource.RLIM_INFINITY or soft >= n:
+        return True
+    want = n if hard == resource.RLIM_INFINITY else min(n, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ValueError, OSError):
+        return False  # the open that fails will say so, as one error line
+    return want >= n
 
 
 def resolve_logs(root: Root, patterns: list[str]) -> list[Log]:

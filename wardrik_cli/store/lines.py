@@ -36,10 +36,11 @@ def iter_blocks(fd: int, start: int = 0, end: int | None = None, *,
 
 
 def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
-               chunk: int = CHUNK) -> Iterator[tuple[int, bytes, int]]:
+               chunk: int = CHUNK, once: bool = False) -> Iterator[tuple[int, bytes, int]]:
     """(offset, data, length): ``data[:length]`` is a block of whole lines from ``start``;
     bytes past ``length`` are the start of the next line, read again with the next block
-    (re-reading part of a line costs less than copying every block to cut it).
+    (re-reading part of a line costs less than copying every block to cut it). ``once``: one
+    block only (a merge reading a span of a log at a time).
 
     A line longer than a chunk is collected chunk by chunk and joined once, when its newline
     comes: reading it costs its length, not its length squared."""
@@ -54,6 +55,8 @@ def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
         nl = piece.rfind(b"\n")
         if nl >= 0:
             yield pos, piece, nl + 1
+            if once:
+                return
             pos += nl + 1
             continue
         pending = [piece]  # a line longer than a chunk
@@ -68,6 +71,8 @@ def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
                 pending.append(more[:nl + 1])
                 data = b"".join(pending)
                 yield pos, data, len(data)
+                if once:
+                    return
                 pos += len(data)
                 break
             pending.append(more)

@@ -152,6 +152,9 @@ class Log:
             return None
 
 
+_SLIM_KEYS = ("sequence", "time", "source", "id")  # what readers use of a first or last event
+
+
 class LogView:
     """An open, read-only snapshot of one log file (its complete lines at open time)."""
 
@@ -175,6 +178,15 @@ class LogView:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def slim(self) -> None:
+        """Keep only what readers use of the first and last events known (sequence, time,
+        source, id): a reader over thousands of logs holds that of each, not every first
+        event whole."""
+        for name in ("_first", "_last"):
+            got = getattr(self, name)
+            if got is not None and len(got[1]) > len(_SLIM_KEYS):
+                setattr(self, name, (got[0], {k: got[1][k] for k in _SLIM_KEYS if k in got[1]}))
 
     def release(self) -> None:
         """Close the file but keep what is known of it (``reacquire`` opens it again): a reader
