@@ -7,9 +7,10 @@ Contract kept here:
   ``data`` (keys excluded), every ``--where`` holding. ``events.dropped`` passes all of it.
 - ``LineTest`` only ever rules lines *out*, and only when that is sure: a byte test on the
   stored line is a necessary condition of ``accepts``, never the definition. A needle is
-  used only when it has no character JSON may escape (``"``, ``\\``, control characters),
-  and a line holding a ``\\u`` or ``\\/`` escape (a writer that escapes more than it must)
-  is always decoded and judged in full.
+  used only when it has no character JSON must escape (``"``, ``\\``, control characters),
+  and a line holding an escape that could stand for a character of a needle (``\\u00`` for
+  ASCII needles, ``\\u`` otherwise, ``\\/`` for a needle with a slash: a writer that escapes
+  more than it must) is always decoded and judged in full.
 - Bad input (a regex that does not compile, a ``--where`` that does not parse, a ``--run``
   that is not hex, an unknown type) is ``BadInput`` naming the option and the forms it takes.
 """
@@ -328,7 +329,16 @@ class Needle:
         return any(a in hay for a in self.alternatives)
 
 
-ODD_ESCAPES = (b"\\u", b"\\/")  # escapes a writer need not use for what a needle holds
+def odd_escapes(needles: Sequence[Needle]) -> tuple[bytes, ...]:
+    """The escapes that could hide a needle's bytes in a line: ``\\u`` for a character a
+    needle holds (``\\u00`` is enough when every needle is ASCII), and ``\\/`` when a needle
+    holds a slash. Other escapes (of quotes, backslashes, control characters) cannot: a
+    needle holds none of those characters."""
+    alts = [a for n in needles for a in n.alternatives]
+    out = [b"\\u00" if all(a.isascii() for a in alts) else b"\\u"]
+    if any(b"/" in a for a in alts):
+        out.append(b"\\/")
+    return tuple(out)
 
 
 class LineTest:
@@ -338,10 +348,11 @@ class LineTest:
     (lines in this tool's shape). ``needles``: all must be found (in a line free of odd
     escapes)."""
 
-    __slots__ = ("wanted", "excluded", "needles", "lower", "active")
+    __slots__ = ("wanted", "excluded", "needles", "lower", "active", "escapes")
 
     def __init__(self, wanted: frozenset[bytes] | None, excluded: frozenset[bytes], needles: list[Needle]):
         self.wanted, self.excluded, self.needles = wanted, excluded, needles
+        self.escapes = odd_escapes(needles) if needles else ()
         self.lower = any(n.lower for n in needles)
         self.active = wanted is not None or bool(excluded) or bool(needles)
 
@@ -366,7 +377,7 @@ class LineTest:
 
     def may_match(self, raw: bytes) -> bool:
         """False only when the line cannot match (its type is known from ``peek``)."""
-        if not self.needles or any(e in raw for e in ODD_ESCAPES):
+        if not self.needles or any(e in raw for e in self.escapes):
             return True
         low = raw.lower() if self.lower else None
         return all(n.found(raw, low) for n in self.needles)

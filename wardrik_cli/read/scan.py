@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from collections.abc import Callable, Iterator
 
 from wardrik_cli.errors import CorruptLedger
-from wardrik_cli.read.filters import ODD_ESCAPES, LineTest
+from wardrik_cli.read.filters import LineTest
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import HEAD, LogView, peek
 from wardrik_cli.store.search import count, find, rfind
@@ -200,7 +200,7 @@ def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes
             cands |= _line_starts(data, size, m, at_type=True)
     if test.needles and (cands is None or cands):
         odd: set[int] = set()
-        for e in ODD_ESCAPES:
+        for e in test.escapes:
             odd |= _line_starts(data, size, e)
         low = data[:size].lower() if test.lower else data
         for n in test.needles:
