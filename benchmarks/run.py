@@ -16,8 +16,9 @@ generated once by ``gen_ledger.py`` (fixed seed and parameters) and reused while
 and its parameters are unchanged. Readers never write, so the big roots are only read; every
 write goes to a scratch root that is emptied between runs.
 
-Groups: ``core`` (page, append, start-up, memory). ``follow``, ``fold`` and ``compact`` have a
-slot in GROUPS for the functions that will measure them.
+Groups: ``core`` (page, append, start-up, memory), ``follow``, ``fold`` and ``compact`` (their
+own scripts), and ``review`` (``bench_review.py``: filtered reads of 1 GB fleets against grep and
+jq, 10,000 small logs, tail of 200 logs; CPU times, ~2.5 GB of data).
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class Row:
     baseline: str = "-"
     ratio: str = "-"
     target: str = "-"
-    result: str = "info"  # PASS, MISS, info, ERROR
+    result: str = "info"  # PASS, MISS, info, ERROR, FAIL (a correctness check failed)
     note: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -400,11 +401,18 @@ def script_group(script: str, full_args: list[str], quick_args: list[str]) -> Ca
     return run
 
 
+def review_group(ctx: Ctx) -> list[Row]:
+    """bench_review.py's figures, with this harness's Row, CommandFailed, peak_rss and ENV."""
+    import bench_review
+    return bench_review.bench(ctx, sys.modules[__name__])
+
+
 GROUPS: dict[str, Callable[[Ctx], list[Row]] | None] = {
     "core": bench_core,
     "follow": script_group("bench_follow.py", [], ["--appends", "50", "--idle", "3"]),
     "fold": script_group("bench_fold.py", ["--mb", "200"], ["--mb", "20"]),
     "compact": script_group("bench_compact.py", ["--mb", "200"], ["--mb", "20"]),
+    "review": review_group,
 }
 
 
@@ -431,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the wardrik executable (default: wardrik beside this Python)")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated groups to run: {', '.join(GROUPS)} (default: all written so far)")
-    ap.add_argument("--quick", action="store_true", help="20 MB log and fewer repeats: a smoke run")
+    ap.add_argument("--quick", action="store_true", help="small data (20 MB log) and fewer repeats: a smoke run")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "wardrik-bench",
                     help="where the generated data lives and is reused (default: $TMPDIR/wardrik-bench)")
     ap.add_argument("--repeats", type=int, help="override every figure's number of timed runs")
@@ -456,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {sys.executable} lacks {mod}; run this with the Python wardrik is installed in",
                   file=sys.stderr)
             return 2
-    if any(g in ("core",) for g in groups) and not shutil.which("jq"):
+    if any(g in ("core", "review") for g in groups) and not shutil.which("jq"):
         print("error: jq not found on PATH", file=sys.stderr)
         return 2
     a.workdir.mkdir(parents=True, exist_ok=True)
@@ -490,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         a.json.write_text(json.dumps({"quick": a.quick, "wardrik": wardrik, "info": ctx.info,
                                       "rows": [asdict(r) for r in rows], "failures": ctx.failures}, indent=2))
-    bad = [r for r in rows if r.result in ("MISS", "ERROR")]
+    bad = [r for r in rows if r.result in ("MISS", "ERROR", "FAIL")]
     return 1 if bad else 0
 
 
