@@ -3,7 +3,8 @@
 Contract kept here:
 - Every event printed (jsonl: the stored line byte for byte; pretty: one line) is flushed,
   then the cursor past it is saved to ``--cursor-file`` (atomically each time, durably when
-  the command ends). Ctrl-C and SIGTERM are held off while an event is printed and its
+  the command ends). A tail without -f and without a cursor file writes in blocks. Ctrl-C
+  and SIGTERM are held off while an event is printed and its
   cursor saved, so a follower stopped and restarted with the same file resumes with no gap
   and no repeat.
 - Ctrl-C, SIGTERM and a closed stdout (noticed while idle too) end a follow with exit 0.
@@ -24,7 +25,7 @@ from typing import Any
 
 from wardrik_cli.cli.context import Invocation, current
 from wardrik_cli.cli.entry import interrupt, retry
-from wardrik_cli.cli.output import Format, choose, write_events_json
+from wardrik_cli.cli.output import Format, choose, write_events_json, write_lines
 from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
 from wardrik_cli.read.reader import Filters, Item, OnCorrupt
@@ -164,6 +165,9 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             if shown == Format.json:
                 write_events_json((it.raw for it in f), lambda: encode_cursor(f.cursor))
                 saver.finish(f.cursor)
+                return
+            if shown == Format.jsonl and not follow and cursor_file is None:
+                write_lines(it.raw for it in f)  # nothing waits on each line: written in blocks
                 return
             show = _printer(shown, inv)
             for item in f:
