@@ -314,6 +314,7 @@ class Follower:
             for log in logs:
                 view = log.open()
                 view.lenient = self.on_corrupt is not None
+                view.ends_from_bytes = True  # the lines read back are checked as they are read
                 views.append(view)
                 last = view.last()
                 ends[log.name] = (view.last_seq(), last[1].get("id") if last else None)

@@ -132,6 +132,7 @@ class Reader:
         for log in logs:
             view = log.open()
             view.lenient = on_corrupt is not None
+            view.ends_from_bytes = True  # its lines are checked as they are read
             self.views[log.name] = view
             pos = self.after.get(log.name, 0)
             check_position(view, pos)
@@ -366,5 +367,6 @@ def head(logs: list[Log]) -> Cursor:
     cur: Cursor = {}
     for log in logs:
         with log.open() as view:
+            view.ends_from_bytes = True
             cur[log.name] = view.last_seq()
     return cur

@@ -27,6 +27,7 @@ from wardrik_cli.store.fsutil import open_regular
 from wardrik_cli.errors import CorruptLedger, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
+from wardrik_cli.store.search import count
 
 AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
 
@@ -67,7 +68,7 @@ def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
     proven valid JSON inside its data: readers use this only for lines they skip (filtered
     out), and ``wardrik check`` parses every line.
     """
-    if raw[63:73] != _TYPE_KEY or not raw.startswith(HEAD) or raw[-2:] != b"}}" or raw.count(b'"specversion"') != 1:
+    if raw[63:73] != _TYPE_KEY or not raw.startswith(HEAD) or raw[-2:] != b"}}" or count(raw, b'"specversion"') != 1:
         return None
     j = raw.find(b'"', 73)
     k = raw.find(b'","time":"', j)
@@ -80,6 +81,31 @@ def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
     if raw[k + 63:k + 64] != b'"' or not seq.isdigit():
         return None
     return raw[73:j], seq, t
+
+
+_SOURCE_KEY = b'","source":"'
+
+
+def envelope(raw: bytes) -> dict[str, Any] | None:
+    """id, type, source, time and sequence of a line in this tool's shape (``peek``), read
+    from its bytes without decoding the line (whose data may be hundreds of megabytes);
+    None for a line not in that shape. Readers use it for a log's first and last events:
+    the lines they deliver are decoded, and so checked, when they are read."""
+    p = peek(raw)
+    if p is None:
+        return None
+    at = 73 + len(p[0])
+    if raw[at:at + 12] != _SOURCE_KEY:
+        return None
+    end = raw.find(b'"', at + 12)
+    source = raw[at + 12:end]
+    if end < 0 or b"\\" in source:
+        return None
+    try:
+        return {"id": raw[27:63].decode(), "type": p[0].decode(), "source": source.decode(),
+                "time": p[2].decode(), "sequence": p[1].decode()}
+    except UnicodeDecodeError:
+        return None
 
 
 class Watermark:
@@ -168,6 +194,7 @@ class LogView:
             self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
             self.end, self.size = lines.complete_end(fd, st.st_size)
         self.lenient = False
+        self.ends_from_bytes = False  # readers: first()/last() from the line's bytes (envelope)
         self.sorted_by_time = True  # False once a seek by time found the times out of order
         self.first_was_damaged = False  # set when a lenient first() stepped over damaged lines
         self._first: tuple[int, dict[str, Any]] | None = None
@@ -239,11 +266,11 @@ class LogView:
             if not self.lenient:
                 item = lines.first_line(self.fd, self.end)
                 if item is not None:
-                    self._first = (item[0], self.decode(*item))
+                    self._first = (item[0], self._end_event(*item))
             else:
                 for off, raw in self.iter_raw(0):
                     try:
-                        self._first = (off, decode_event(raw))
+                        self._first = (off, self._end_event(off, raw, lenient=True))
                         break
                     except ValueError:
                         self.first_was_damaged = True
@@ -255,12 +282,21 @@ class LogView:
         if self._last is None and self.fd is not None:
             for off, raw in lines.iter_lines_backward(self.fd, self.end):
                 try:
-                    self._last = (off, decode_event(raw))
+                    self._last = (off, self._end_event(off, raw, lenient=True))
                     break
                 except ValueError as e:
                     if not self.lenient:
                         raise self.corrupt(off, f"corrupt line ({e})") from None
         return self._last
+
+    def _end_event(self, off: int, raw: bytes, lenient: bool = False) -> dict[str, Any]:
+        """The first or last event: its envelope from bytes for a reader (``ends_from_bytes``),
+        else decoded (ValueError when ``lenient``, else ``CorruptLedger``)."""
+        if self.ends_from_bytes:
+            env = envelope(raw)
+            if env is not None:
+                return env
+        return decode_event(raw) if lenient else self.decode(off, raw)
 
     def watermark(self) -> Watermark | None:
         """The compaction record of this file: it must agree with the first kept event, or,
