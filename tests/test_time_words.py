@@ -460,7 +460,7 @@ def test_parse_duration_not_a_string():
 
 # --- properties (hypothesis) -------------------------------------------------------------------
 
-parts = st.dictionaries(st.sampled_from("smhdw"), st.integers(min_value=0, max_value=100_000), min_size=1)
+parts = st.dictionaries(st.sampled_from("smhdw"), st.integers(min_value=0, max_value=50_000), min_size=1)  # under 2,000 years: NOW minus it stays past year 1
 
 
 @given(parts, st.randoms(use_true_random=False), st.sampled_from(["", " "]),

@@ -46,7 +46,7 @@ PANELS = ("Watch", "Review", "Maintain", "Write")
 COMMAND_MODULES = {
     "tail": "watch", "activity": "watch",
     "page": "review", "head": "review", "fold": "review", "types": "review", "audit": "audit",
-    "check": "maintain", "compact": "maintain",
+    "check": "maintain", "compact": "maintain", "init": "maintain",
     "append": "write",
 }
 _ORDER = list(COMMAND_MODULES)

@@ -19,6 +19,37 @@ from wardrik_cli.errors import ExitCode
 
 
 @app.command(rich_help_panel="Maintain")
+def init(
+    deployment: Annotated[str | None, typer.Option(
+        "--deployment", metavar="NAME", help="The deployment's name (in event sources).")] = None,
+    retention: Annotated[str | None, typer.Option(
+        "--retention", "-r", metavar="DURATION", help="What compact keeps by default: 30s, 90m, 12h, 7d, 4w.")] = None,
+) -> None:
+    """Make a root: the folder (given by --root, or WARDRIK_ROOT, else this one) and its .wardrik/config.toml.
+
+    On a folder that is already a root, only the settings given change (none given: nothing
+    changes). append makes a root as it goes.
+
+    Examples:
+
+      wardrik --root /var/lib/wardrik init --deployment acme-prod --retention 30d
+
+      wardrik init --retention 7d
+    """
+    from wardrik_cli.store.init import init_root
+
+    inv = current()
+    made, changed = init_root(inv.root, deployment=deployment or inv.deployment_arg, retention=retention)
+    where = str(inv.root.path)
+    if made:
+        inv.note(f"made the root {where}" + (f" ({', '.join(changed)} set)" if changed else ""))
+    elif changed:
+        inv.note(f"{where} is already a root; set {', '.join(changed)}")
+    else:
+        inv.note(f"{where} is already a root; nothing changed")
+
+
+@app.command(rich_help_panel="Maintain")
 def check(
     patterns: Annotated[list[str] | None, typer.Argument(
         metavar="[PATTERN...]", help="Logs to check (default: all, and the audit log).", show_default=False)] = None,
@@ -76,9 +107,13 @@ def compact(
         "--dry-run", "-n", help="Report what would be dropped; change nothing.")] = False,
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another compact is running on this root, wait for it instead of skipping.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print nothing unless a log fails (exit 1) or input is bad (exit 2): for cron.")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Drop each log's prefix of events older than the retention (the audit log too).
+
+    -q prints nothing unless something fails.
 
     Made for cron: crash-safe (kill -9 leaves every log as it was or as it should be), safe
     while appenders, followers and another compact run (a second compact skips, or waits
@@ -88,7 +123,7 @@ def compact(
 
     Examples:
 
-      0 * * * *  wardrik --root /var/lib/wardrik compact --retention 30d
+      0 * * * *  wardrik --root /var/lib/wardrik compact -q
 
       wardrik compact --retention 7d --dry-run
     """
@@ -102,7 +137,7 @@ def compact(
     text, _ = resolve_retention(root, retention)
     shown = choose(fmt, Format.json)
     progress = None
-    if shown == Format.pretty:
+    if shown == Format.pretty and not quiet:
         from wardrik_cli.cli.render.maintain import SweepProgress
 
         progress = SweepProgress()
@@ -113,19 +148,22 @@ def compact(
     finally:
         if progress:
             progress.stop()
-    if result.skipped:
-        inv.warn(result.skipped)
+    if result.skipped and not quiet:
+        inv.warn(result.skipped)  # another sweep is running: under --quiet that is a normal hour
 
     def pretty() -> None:
         from wardrik_cli.cli.render.maintain import print_sweep
 
         print_sweep(result)
 
-    emit(shown, pretty=pretty, jsonl=[r.to_json() for r in result.logs], json=lambda: write_json(result.to_json()))
+    failed = result.failed
+    if not quiet:
+        emit(shown, pretty=pretty, jsonl=[r.to_json() for r in result.logs],
+             json=lambda: write_json(result.to_json(), indent=False))
     for r in result.logs:
         for note in r.notes:
-            inv.warn(f"{r.log}: {note}")
-    failed = result.failed
+            if not quiet or r in failed:
+                inv.warn(f"{r.log}: {note}")
     if failed:
         for r in failed:
             inv.message(f"error: {r.log}: not swept: {r.error}")

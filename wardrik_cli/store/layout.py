@@ -30,6 +30,13 @@ class Config:
         self.deployment, self.retention = deployment, retention
 
 
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
 class Root:
     """A root directory of agent logs. Cheap to build; touches nothing until asked."""
 
@@ -84,6 +91,16 @@ class Root:
         if not self.path.is_dir():
             what = "is not a directory" if self.path.exists() else "does not exist"
             raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
+        return self
+
+    def require_made(self, command: str) -> Root:
+        """A root made by ``wardrik init`` or a first append (it has ``.wardrik/``): what the
+        commands that change a root in bulk (``compact``, ``audit record``) insist on, so that
+        cron's working directory or a folder of other files never becomes a root by mistake."""
+        self.require()
+        if not stat.S_ISDIR(_lstat_mode(self.tool_dir)):
+            raise NoSuchRoot(f"{str(self.path)!r} is not a wardrik root (it has no .wardrik/): {command} "
+                             f"works only on one; make it with `wardrik --root {self.path} init`, or give --root")
         return self
 
     # -- config ------------------------------------------------------------

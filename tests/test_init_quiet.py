@@ -1,0 +1,60 @@
+"""`wardrik init` makes a root and changes only what it is given; `compact -q` is silent when
+all is well and still loud when a log fails; `compact -F json` is one line."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+
+from conftest import run_cli
+from ledgergen import START, write_log
+
+
+def test_init_makes_a_root_and_keeps_what_it_is_not_given(tmp_path):
+    r = tmp_path / "new" / "root"
+    p = run_cli("init", "--deployment", "acme-prod", "-r", "7d", root=r)
+    assert p.returncode == 0 and p.stdout == b"", p.stderr
+    cfg = r / ".wardrik" / "config.toml"
+    assert cfg.read_text() == 'deployment = "acme-prod"\nretention = "7d"\n'
+    cfg.write_text(cfg.read_text() + "# mine\nfuture_key = 3\n[later]\nretention = \"keep\"\n")
+    before = cfg.read_bytes()
+    p = run_cli("init", root=r)
+    assert p.returncode == 0 and b"already a root" in p.stderr and b"nothing changed" in p.stderr
+    assert cfg.read_bytes() == before
+    p = run_cli("init", "-r", "30d", root=r)
+    assert p.returncode == 0, p.stderr
+    text = cfg.read_text()
+    assert 'retention = "30d"' in text.split("[later]")[0] and 'retention = "keep"' in text  # the table's own key kept
+    assert 'deployment = "acme-prod"' in text and "future_key = 3" in text and "# mine" in text
+    assert run_cli("compact", "--dry-run", "-F", "json", root=r).returncode == 0
+    assert orjson.loads(run_cli("compact", "--dry-run", "-F", "json", root=r).stdout)["retention"] == "30d"
+
+
+def test_init_refuses_bad_values_and_makes_nothing(tmp_path):
+    for args, word in ((["--deployment", "Bad Name"], "deployment"), (["-r", "0s"], "0s"), (["-r", "5x"], "5x")):
+        r = tmp_path / "r"
+        p = run_cli("init", *args, root=r)
+        assert p.returncode == 2, (args, p.stderr)
+        lines = p.stderr.decode().splitlines()
+        assert lines[0].startswith("error:") and word in lines[0], lines
+        assert not r.exists()
+
+
+def test_compact_quiet_is_silent_when_well_and_loud_when_not(root):
+    write_log(root / "acme" / "old.jsonl", 50, start=START - timedelta(days=400))
+    p = run_cli("compact", "-q", "--retention", "30d", root=root)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
+    assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1  # it did sweep
+    with open(root / "acme" / "bad.jsonl", "wb") as f:
+        f.write(b"not json\n")
+    p = run_cli("compact", "-q", "--retention", "30d", root=root)
+    assert p.returncode == 1 and p.stdout == b""
+    assert p.stderr.startswith(b"error: acme/bad: not swept") and b"Traceback" not in p.stderr
+
+
+def test_compact_json_is_one_line(root):
+    write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400))
+    p = run_cli("compact", "--retention", "30d", "-F", "json", root=root)
+    assert p.returncode == 0 and p.stdout.count(b"\n") == 1, p.stdout
+    doc = orjson.loads(p.stdout)
+    assert doc["dropped"] == 5 and doc["logs"][0]["log"] == "acme/a"

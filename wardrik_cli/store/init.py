@@ -1,0 +1,75 @@
+"""Making a root (``wardrik init``): the folder, its ``.wardrik/`` and ``config.toml``.
+
+Contract kept here:
+- A root is a directory with a ``.wardrik/`` directory in it (not a link). ``init`` makes
+  both (parents too) and writes ``config.toml`` with the settings given, atomically.
+- On a folder that is already a root, only the settings given change; the others (and any
+  key this version does not know) are kept as they were. Nothing given: nothing changes.
+- Values are validated before anything is created: a bad one writes nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from wardrik_cli.errors import BadConfig, Failure
+from wardrik_cli.protocol.names import validate_deployment
+from wardrik_cli.protocol.times import parse_duration
+from wardrik_cli.store.fsutil import write_atomic
+from wardrik_cli.store.layout import Root
+
+
+def init_root(root: Root, *, deployment: str | None = None, retention: str | None = None) -> tuple[bool, list[str]]:
+    """(made, keys changed): ``made`` is False when the folder already was a root."""
+    if deployment is not None:
+        validate_deployment(deployment)
+    if retention is not None:
+        if parse_duration(retention).total_seconds() <= 0:
+            from wardrik_cli.errors import BadDuration
+
+            raise BadDuration(f"bad retention {retention!r}: it must be longer than 0s")
+    tool = root.tool_dir
+    made = not tool.is_dir()
+    if tool.is_symlink():
+        raise Failure(f"{tool} is a symbolic link; a root's .wardrik/ must be a directory")
+    try:
+        tool.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Failure(f"cannot make {tool}: {e.strerror}") from None
+    wanted = {k: v for k, v in (("deployment", deployment), ("retention", retention)) if v is not None}
+    if not wanted:
+        return made, []
+    path = tool / "config.toml"
+    lines = _read_lines(path)
+    changed = []
+    for key, value in wanted.items():
+        line = f'{key} = "{value}"'  # both values are validated: no quote or backslash in them
+        # top-level keys come before the first [table]
+        top = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+        for i, old in enumerate(lines[:top]):
+            if old.split("=", 1)[0].strip() == key:
+                if old.strip() != line:
+                    lines[i] = line
+                    changed.append(key)
+                break
+        else:
+            lines.insert(top, line)
+            changed.append(key)
+    if changed:
+        try:
+            write_atomic(path, ("\n".join(lines) + "\n").encode())
+        except OSError as e:
+            raise Failure(f"cannot write {path}: {e.strerror}") from None
+    root.config()  # the file as written must read back (a hand-made one may not: say so now)
+    return made, changed
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return []
+    except UnicodeDecodeError:
+        raise BadConfig(f"{path}: not UTF-8") from None
+    except OSError as e:
+        raise Failure(f"cannot read {path}: {e.strerror}") from None
+    return text.splitlines()
