@@ -43,7 +43,7 @@ def spread(root: Path, log: str = "acme/big", events: int = 100, days: float = 1
     return write_spread(root / f"{log}.jsonl", events=events, days=days, log_id=log, **kw)
 
 
-@pytest.mark.parametrize("bad", ["30", "1y", "-5d", "5 d", "", "1.5h", "d", "30dd", "0x10s"])
+@pytest.mark.parametrize("bad", ["30", "1y", "-5d", "5 d", "", "1.5h", "d", "30dd", "0x10s", "0s", "0d0h"])
 def test_bad_duration_refused_nothing_written(cli, root, bad):
     spread(root, events=20)
     before = tree(root)

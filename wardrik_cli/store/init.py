@@ -13,9 +13,9 @@ from pathlib import Path
 
 from wardrik_cli.errors import BadConfig, Failure
 from wardrik_cli.protocol.names import validate_deployment
-from wardrik_cli.protocol.times import parse_duration
 from wardrik_cli.store.fsutil import write_atomic
 from wardrik_cli.store.layout import Root
+from wardrik_cli.store.retention import parse_retention
 
 
 def init_root(root: Root, *, deployment: str | None = None, retention: str | None = None) -> tuple[bool, list[str]]:
@@ -23,10 +23,7 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
     if deployment is not None:
         validate_deployment(deployment)
     if retention is not None:
-        if parse_duration(retention).total_seconds() <= 0:
-            from wardrik_cli.errors import BadDuration
-
-            raise BadDuration(f"bad retention {retention!r}: it must be longer than 0s")
+        parse_retention(retention)
     tool = root.tool_dir
     made = not tool.is_dir()
     if tool.is_symlink():

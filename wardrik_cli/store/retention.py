@@ -122,15 +122,26 @@ class _Unreadable(Exception):
 def resolve_retention(root: Root, given: str | None) -> tuple[str, timedelta]:
     """The retention from the flag, else config.toml, else 30 days (validated either way)."""
     if given is not None:
-        return given, parse_duration(given)
+        return given, parse_retention(given)
     cfg = root.config().retention if root.exists() else None
     if cfg is not None:
         from wardrik_cli.errors import BadConfig, BadDuration
         try:
-            return cfg, parse_duration(cfg)
+            return cfg, parse_retention(cfg)
         except BadDuration as e:
             raise BadConfig(f"{root.tool_dir / 'config.toml'}: retention: {e}") from None
     return DEFAULT_RETENTION, parse_duration(DEFAULT_RETENTION)
+
+
+def parse_retention(text: str) -> timedelta:
+    """A retention of no time would drop every event, the one written a moment ago too:
+    never what a cron line means."""
+    d = parse_duration(text)
+    if d.total_seconds() <= 0:
+        from wardrik_cli.errors import BadDuration
+
+        raise BadDuration(f"bad retention {text!r}: it must be longer than 0s (e.g. 30d)")
+    return d
 
 
 def _root_read_only(root: Root) -> str | None:
