@@ -22,8 +22,6 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
 - ``once``: read one block only (a merge takes a span of a log at a time).
-- ``release`` is called once the last block is in memory: a reader over many logs closes
-  the file then, and keeps only a few open at once.
 """
 from __future__ import annotations
 
@@ -61,7 +59,7 @@ _new = tuple.__new__
 def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None = None,
          test: LineTest | None = None, after_seq: int = 0, until: str | None = None, at: int | None = None,
          on_corrupt: Callable[[CorruptLedger], None] | None = None, decode: Decode | None = None,
-         release: Callable[[], None] | None = None, on_gap: OnGap | None = None, gap_from_start: bool = False,
+         on_gap: OnGap | None = None, gap_from_start: bool = False,
          block: int = lines.CHUNK, once: bool = False) -> Iterator[Line]:
     """The lines of ``view`` in ``[start, end)``, as the module docstring says."""
     fd = view.fd
@@ -84,8 +82,6 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     dense = False  # are candidates common? then line by line is cheaper than a search per hit
     for block_off, data, size in lines.iter_spans(fd, start, end, chunk=block, once=once):
         # data[:size] is the block's whole lines; what follows is read again with the next block
-        if release is not None and block_off + size >= end:
-            release()  # the last block is in memory: the file is not needed any more
         n_lines = count(data, b"\n", 0, size)
         if searchable and not dense:
             assert test is not None
