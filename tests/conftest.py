@@ -33,8 +33,10 @@ def _isolated_env(monkeypatch, tmp_path):
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    """A root as `wardrik init` makes it (a folder with .wardrik/): compact and audit record
+    refuse a folder that is not one."""
     r = tmp_path / "root"
-    r.mkdir()
+    (r / ".wardrik").mkdir(parents=True)
     return r
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import orjson
 import pytest
@@ -39,10 +40,17 @@ def test_record_stores_actor_chain_and_prevhash(cli, root):
     assert cli("check").returncode == 0
 
 
-def test_record_creates_root_and_uses_deployment(tmp_path):
+def test_record_needs_a_root_and_uses_deployment(tmp_path):
     r = tmp_path / "new"
-    p = run_cli("--deployment", "acme-prod", "audit", "record", "agent.forgotten", "agents/x", "--data",
-                '{"agent": {"id": "x"}}', "--actor", "user:bob", root=r)
+    args = ("--deployment", "acme-prod", "audit", "record", "agent.forgotten", "agents/x", "--data",
+            '{"agent": {"id": "x"}}', "--actor", "user:bob")
+    for made in (False, True):  # a bare folder (cron's cwd, say) is refused; `wardrik init` makes it a root
+        r.mkdir(exist_ok=True)
+        p = run_cli(*args, root=r)
+        if not made:
+            assert p.returncode == 2 and b"wardrik --root" in p.stderr and b"init" in p.stderr, p.stderr
+            assert os.listdir(r) == []
+            assert run_cli("init", root=r).returncode == 0
     assert p.returncode == 0, p.stderr
     assert jsonl(p.stdout)[0]["source"] == "wardrik://acme-prod/audit"
     assert (r / ".wardrik/audit.jsonl").is_file()
@@ -95,7 +103,7 @@ def test_bad_records_refused_nothing_written(tmp_path, kw, needle):
 def test_bad_assumed_by_refused(cli, root):
     p = record(cli, "--assumed-by", "ok:one", "--assumed-by", "bad one")
     assert p.returncode == 2 and b"--assumed-by" in p.stderr
-    assert not (root / ".wardrik").exists()
+    assert os.listdir(root / ".wardrik") == []
 
 
 def test_principal_of_200_chars_and_all_allowed_characters(cli):

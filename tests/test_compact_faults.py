@@ -52,6 +52,7 @@ def _fresh_root(tmp_path: Path, big) -> Path:
     src = big[0]
     r = tmp_path / "root"
     (r / "acme").mkdir(parents=True)
+    (r / ".wardrik").mkdir()  # a root, as `wardrik init` makes it
     shutil.copyfile(src, r / "acme/big.jsonl")
     # a second, small log and an audit log, so every kind of log is in the sweep
     write_spread(r / "acme/small.jsonl", events=200, days=100, log_id="acme/small")
@@ -124,6 +125,7 @@ def test_stale_temp_from_a_dead_run_is_removed(tmp_path, big):
 @pytest.fixture
 def ro_root(tmp_path):
     r = tmp_path / "ro"
+    (r / ".wardrik").mkdir(parents=True)
     write_spread(r / "acme/a.jsonl", events=100, days=100, log_id="acme/a")
     run_cli("audit", "record", "agent.created", "agents/acme/a", "--data", '{"agent": {"id": "acme/a"}}',
             "--actor", "user:a", root=r, check=True)
@@ -178,6 +180,7 @@ APPENDER = textwrap.dedent("""
 @pytest.mark.subprocess
 def test_compaction_racing_appenders_and_a_follower(tmp_path):
     r = tmp_path / "root"
+    (r / ".wardrik").mkdir(parents=True)
     info = write_spread(r / "acme/big.jsonl", mb=8, days=40, end_ns=time.time_ns() - 60 * DAY, log_id="acme/big")
     n_old = info["events"]
     per = 120
@@ -250,6 +253,7 @@ def test_second_compact_skips_or_waits(tmp_path, big):
 
 def test_a_failing_log_does_not_stop_the_others(tmp_path):
     r = tmp_path / "root"
+    (r / ".wardrik").mkdir(parents=True)
     write_spread(r / "acme/good.jsonl", events=100, days=100, log_id="acme/good")
     bad = r / "acme/bad.jsonl"
     write_spread(bad, events=100, days=100, log_id="acme/bad")

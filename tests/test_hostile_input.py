@@ -41,7 +41,7 @@ def test_deep_json_with_long_digits_is_one_error(tmp_path):
 
 def test_deep_config_is_a_bad_config_naming_the_file(tmp_path):
     root = tmp_path / "root"
-    (root / ".wardrik").mkdir(parents=True)
+    (root / ".wardrik").mkdir(parents=True, exist_ok=True)
     (root / ".wardrik" / "config.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     for args in (("append", "a/x", "trigger.fired", "--data", '{"trigger": {"name": "x"}}'), ("compact",)):
         code, out, err = _cli(root, *args)

@@ -58,3 +58,28 @@ def test_compact_json_is_one_line(root):
     assert p.returncode == 0 and p.stdout.count(b"\n") == 1, p.stdout
     doc = orjson.loads(p.stdout)
     assert doc["dropped"] == 5 and doc["logs"][0]["log"] == "acme/a"
+
+
+def test_compact_and_audit_record_refuse_a_folder_that_is_not_a_root(tmp_path):
+    """Cron runs in $HOME: a compact there must not make it a root or sweep its files."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.jsonl").write_bytes(b"my own notes, not a ledger\n")
+    for args in (["compact", "-q"], ["audit", "record", "agent.created", "agents/a", "--actor", "u",
+                                      "--data", '{"agent": {"id": "a"}}']):
+        p = run_cli("--root", str(home), *args)
+        assert p.returncode == 2 and p.stdout == b"", (args, p.stderr)
+        lines = p.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and str(home) in lines[0] and "init" in lines[0]
+        assert sorted(x.name for x in home.iterdir()) == ["notes.jsonl"]  # nothing made
+    p = run_cli("--root", str(home), "page", "notes")  # readers still read any folder (and say what is wrong)
+    assert p.returncode == 1 and b"corrupt line" in p.stderr
+    assert run_cli("--root", str(home), "init").returncode == 0
+    assert run_cli("--root", str(home), "append", "acme/a", "run.started").returncode == 0
+
+
+def test_first_append_still_makes_a_root(tmp_path):
+    r = tmp_path / "fresh"
+    assert run_cli("append", "acme/a", "run.started", root=r).returncode == 0
+    assert (r / ".wardrik").is_dir()
+    assert run_cli("compact", "-q", root=r).returncode == 0

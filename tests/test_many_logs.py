@@ -29,6 +29,7 @@ def wr(root, *args, **kw):
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     r = tmp_path_factory.mktemp("many") / "root"
+    (r / ".wardrik").mkdir(parents=True)
     for i in range(N):
         write_log(r / "m" / f"l{i:04d}.jsonl", 3, log_id=f"m/l{i:04d}", pad=10)
     return r

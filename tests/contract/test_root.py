@@ -62,19 +62,19 @@ def test_default_deployment_is_local(root):
 
 
 def test_deployment_from_config(root):
-    (root / ".wardrik").mkdir()
+    (root / ".wardrik").mkdir(exist_ok=True)
     (root / ".wardrik" / "config.toml").write_text('deployment = "acme-prod"\nretention = "30d"\n')
     assert source(root) == "wardrik://acme-prod/agents/acme/triage"
 
 
 def test_env_beats_config(root):
-    (root / ".wardrik").mkdir()
+    (root / ".wardrik").mkdir(exist_ok=True)
     (root / ".wardrik" / "config.toml").write_text('deployment = "acme-prod"\n')
     assert source(root, env={"WARDRIK_DEPLOYMENT": "from-env"}) == "wardrik://from-env/agents/acme/triage"
 
 
 def test_option_beats_env_and_config(root):
-    (root / ".wardrik").mkdir()
+    (root / ".wardrik").mkdir(exist_ok=True)
     (root / ".wardrik" / "config.toml").write_text('deployment = "acme-prod"\n')
     p = ok(run("--deployment", "from-flag", "append", "acme/triage", "run.started", "--data", "{}",
                root=root, env={"WARDRIK_DEPLOYMENT": "from-env"}))

@@ -28,7 +28,7 @@ def init(
     """Make a root: the folder (given by --root, or WARDRIK_ROOT, else this one) and its .wardrik/config.toml.
 
     On a folder that is already a root, only the settings given change (none given: nothing
-    changes). append makes a root as it goes.
+    changes). compact and audit record work only on a root; append makes one as it goes.
 
     Examples:
 
@@ -113,7 +113,8 @@ def compact(
 ) -> None:
     """Drop each log's prefix of events older than the retention (the audit log too).
 
-    -q prints nothing unless something fails.
+    The root must have been made (`wardrik init`, or a first append): cron's working
+    directory never becomes a root by mistake. -q prints nothing unless something fails.
 
     Made for cron: crash-safe (kill -9 leaves every log as it was or as it should be), safe
     while appenders, followers and another compact run (a second compact skips, or waits
@@ -133,7 +134,7 @@ def compact(
 
     inv = current()
     root = inv.root
-    root.require()
+    root.require_made("compact")
     text, _ = resolve_retention(root, retention)
     shown = choose(fmt, Format.json)
     progress = None

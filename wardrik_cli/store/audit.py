@@ -71,12 +71,16 @@ def make_record(type_name: str, subject: str, data: Any, actor: str | None,
 def record_audit(root: Root, type_name: str, subject: str, data: Any, actor: str | None,
                  assumed_by: Sequence[str] = (), deployment: str | None = None, *, sync: bool = True,
                  warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
-                 lock_timeout: float | None = None) -> bytes:
-    """Append one audit event; returns the stored line (with its newline), durable unless sync=False."""
+                 lock_timeout: float | None = None, made_root: bool = False) -> bytes:
+    """Append one audit event; returns the stored line (with its newline), durable unless
+    sync=False. ``made_root``: refuse a folder that is not a root (``wardrik init``), once the
+    record itself is known to be good."""
     from wardrik_cli.store.append import append
     from wardrik_cli.store.log import Log
 
     item = make_record(type_name, subject, data, actor, assumed_by)
+    if made_root:
+        root.require_made("audit record")
     dep = root.deployment(deployment, env=env)
     if warn is None:
         return append(root, Log.audit(root), [item], deployment=dep, sync=sync, lock_timeout=lock_timeout)[0]
