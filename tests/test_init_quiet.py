@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import orjson
+import pytest
 
 from conftest import run_cli
 from ledgergen import START, write_log
@@ -83,3 +84,29 @@ def test_first_append_still_makes_a_root(tmp_path):
     assert run_cli("append", "acme/a", "run.started", root=r).returncode == 0
     assert (r / ".wardrik").is_dir()
     assert run_cli("compact", "-q", root=r).returncode == 0
+
+
+@pytest.mark.subprocess
+def test_the_readmes_cron_line_runs_as_cron_runs_it(tmp_path):
+    """The crontab line from the README, run the way cron does: `env -i`, a short PATH, no
+    terminal, the working directory elsewhere; silent on a healthy root, and it sweeps."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from conftest import WARDRIK
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if re.match(r"0 \* \* \* \* ", ln))
+    command = line.split(None, 5)[5]
+    root = tmp_path / "var" / "lib" / "wardrik"
+    assert run_cli("init", "--retention", "30d", root=root).returncode == 0
+    write_log(root / "acme" / "old.jsonl", 20, start=START - timedelta(days=400))
+    command = command.replace("/path/to/.venv/bin/wardrik", WARDRIK).replace("/var/lib/wardrik", str(root))
+    home = tmp_path / "home"
+    home.mkdir()
+    p = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "sh", "-c", command], cwd=home, capture_output=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
+    assert list(home.iterdir()) == []
+    assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1
