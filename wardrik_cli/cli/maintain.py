@@ -24,6 +24,8 @@ def init(
         "--deployment", metavar="NAME", help="The deployment's name (in event sources).")] = None,
     retention: Annotated[str | None, typer.Option(
         "--retention", "-r", metavar="DURATION", help="What compact keeps by default: 30s, 90m, 12h, 7d, 4w.")] = None,
+    max_bytes: Annotated[str | None, typer.Option(
+        "--max-bytes", metavar="SIZE", help="compact's default size bound per agent log: 500M, 2G.")] = None,
 ) -> None:
     """Make a root: the folder (given by --root, or WARDRIK_ROOT, else this one) and its .wardrik/config.toml.
 
@@ -32,14 +34,15 @@ def init(
 
     Examples:
 
-      wardrik --root /var/lib/wardrik init --deployment acme-prod --retention 30d
+      wardrik --root /var/lib/wardrik init --deployment acme-prod --retention 30d --max-bytes 2G
 
       wardrik init --retention 7d
     """
     from wardrik_cli.store.init import init_root
 
     inv = current()
-    made, changed = init_root(inv.root, deployment=deployment or inv.deployment_arg, retention=retention)
+    made, changed = init_root(inv.root, deployment=deployment or inv.deployment_arg, retention=retention,
+                              max_bytes=max_bytes)
     where = str(inv.root.path)
     if made:
         inv.note(f"made the root {where}" + (f" ({', '.join(changed)} set)" if changed else ""))
@@ -107,6 +110,10 @@ def compact(
         "--dry-run", "-n", help="Report what would be dropped; change nothing.")] = False,
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another compact is running on this root, wait for it instead of skipping.")] = False,
+    max_bytes: Annotated[str | None, typer.Option(
+        "--max-bytes", metavar="SIZE",
+        help="Then bound each agent's log to SIZE (500M, 2G), dropping its oldest events (default: "
+             "max_bytes in .wardrik/config.toml, else no bound). The audit log is bounded by time only.")] = None,
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="Print nothing unless a log fails (exit 1) or input is bad (exit 2): for cron.")] = False,
     fmt: FormatOpt = None,
@@ -130,12 +137,13 @@ def compact(
     """
     from wardrik_cli.follow.live import cleanup_stale
     from wardrik_cli.store.retention import compact as do_compact
-    from wardrik_cli.store.retention import resolve_retention
+    from wardrik_cli.store.retention import resolve_max_bytes, resolve_retention
 
     inv = current()
     root = inv.root
     root.require_made("compact")
     text, _ = resolve_retention(root, retention)
+    size = resolve_max_bytes(root, max_bytes)
     shown = choose(fmt, Format.json)
     progress = None
     if shown == Format.pretty and not quiet:
@@ -143,7 +151,7 @@ def compact(
 
         progress = SweepProgress()
     try:
-        result = do_compact(root, text, dry_run=dry_run, wait=wait, warn=inv.warn,
+        result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, warn=inv.warn,
                             on_start=progress.start if progress else None,
                             on_log=progress.advance if progress else None, tidy=cleanup_stale)
     finally:

@@ -15,15 +15,19 @@ from wardrik_cli.errors import BadConfig, Failure
 from wardrik_cli.protocol.names import validate_deployment
 from wardrik_cli.store.fsutil import write_atomic
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.retention import parse_retention
+from wardrik_cli.store.retention import parse_retention, parse_size
 
 
-def init_root(root: Root, *, deployment: str | None = None, retention: str | None = None) -> tuple[bool, list[str]]:
+def init_root(root: Root, *, deployment: str | None = None, retention: str | None = None,
+              max_bytes: str | None = None) -> tuple[bool, list[str]]:
     """(made, keys changed): ``made`` is False when the folder already was a root."""
     if deployment is not None:
         validate_deployment(deployment)
     if retention is not None:
         parse_retention(retention)
+    if max_bytes is not None:
+        max_bytes = max_bytes.strip()
+        parse_size(max_bytes)
     tool = root.tool_dir
     made = not tool.is_dir()
     if tool.is_symlink():
@@ -32,14 +36,15 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
         tool.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise Failure(f"cannot make {tool}: {e.strerror}") from None
-    wanted = {k: v for k, v in (("deployment", deployment), ("retention", retention)) if v is not None}
+    wanted = {k: v for k, v in (("deployment", deployment), ("retention", retention), ("max_bytes", max_bytes))
+              if v is not None}
     if not wanted:
         return made, []
     path = tool / "config.toml"
     lines = _read_lines(path)
     changed = []
     for key, value in wanted.items():
-        line = f'{key} = "{value}"'  # both values are validated: no quote or backslash in them
+        line = f'{key} = "{value}"'  # every value is validated: no quote or backslash in it
         # top-level keys come before the first [table]
         top = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
         for i, old in enumerate(lines[:top]):

@@ -24,10 +24,11 @@ from wardrik_cli.protocol.names import (
 class Config:
     """What ``.wardrik/config.toml`` says (a plain class: dataclasses cost start-up time)."""
 
-    __slots__ = ("deployment", "retention")
+    __slots__ = ("deployment", "retention", "max_bytes")
 
-    def __init__(self, deployment: str | None = None, retention: str | None = None):
-        self.deployment, self.retention = deployment, retention
+    def __init__(self, deployment: str | None = None, retention: str | None = None,
+                 max_bytes: str | int | None = None):
+        self.deployment, self.retention, self.max_bytes = deployment, retention, max_bytes
 
 
 def _lstat_mode(path: Path) -> int:
@@ -118,11 +119,13 @@ class Root:
             data = tomllib.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
             raise BadConfig(f"{f}: not valid TOML: {e}") from None
-        dep, ret = data.get("deployment"), data.get("retention")
+        dep, ret, size = data.get("deployment"), data.get("retention"), data.get("max_bytes")
         for key, val in (("deployment", dep), ("retention", ret)):
             if val is not None and not isinstance(val, str):
                 raise BadConfig(f"{f}: {key} must be a string")
-        return Config(deployment=dep, retention=ret)
+        if size is not None and (isinstance(size, bool) or not isinstance(size, str | int)):
+            raise BadConfig(f"{f}: max_bytes must be a size such as \"500M\" or a number of bytes")
+        return Config(deployment=dep, retention=ret, max_bytes=size)
 
     def deployment(self, given: str | None = None, env: Mapping[str, str] | None = None) -> str:
         """``given``, else ``$WARDRIK_DEPLOYMENT`` (of ``env``, default the process's), else

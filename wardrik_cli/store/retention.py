@@ -36,6 +36,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -90,6 +91,7 @@ class SweepResult:
     dry_run: bool
     logs: list[LogResult] = field(default_factory=list)
     skipped: str | None = None  # set when another sweep held the root
+    max_bytes: int | None = None  # the size bound of agents' logs, if any
 
     @property
     def dropped(self) -> int:
@@ -106,6 +108,8 @@ class SweepResult:
     def to_json(self) -> dict[str, Any]:
         d = {"logs": [r.to_json() for r in self.logs], "dropped": self.dropped, "kept": self.kept,
              "cutoff": self.cutoff, "retention": self.retention, "dry_run": self.dry_run}
+        if self.max_bytes is not None:
+            d["max_bytes"] = self.max_bytes
         if self.skipped:
             d["skipped"] = self.skipped
         return d
@@ -142,6 +146,43 @@ def parse_retention(text: str) -> timedelta:
 
         raise BadDuration(f"bad retention {text!r}: it must be longer than 0s (e.g. 30d)")
     return d
+
+
+_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?", re.I)
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str | int, what: str = "--max-bytes") -> int:
+    """``500M``, ``2G``, ``1.5G``, ``800K`` or a number of bytes (units of 1,024); above 0."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        n = text
+    else:
+        m = _SIZE_RE.fullmatch(str(text).strip()) if isinstance(text, str) else None
+        if not m:
+            from wardrik_cli.errors import BadInput
+
+            raise BadInput(f"bad {what} {text!r}: use a size such as 500M, 2G or 800K (units of 1,024 bytes)")
+        n = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+    if n <= 0:
+        from wardrik_cli.errors import BadInput
+
+        raise BadInput(f"bad {what} {text!r}: it must be more than 0 bytes")
+    return n
+
+
+def resolve_max_bytes(root: Root, given: str | None) -> int | None:
+    """The size bound from the flag, else ``max_bytes`` in config.toml, else none."""
+    if given is not None:
+        return parse_size(given)
+    cfg = root.config().max_bytes if root.exists() else None
+    if cfg is None:
+        return None
+    from wardrik_cli.errors import BadConfig, BadInput
+
+    try:
+        return parse_size(cfg, "max_bytes")
+    except BadInput as e:
+        raise BadConfig(f"{root.tool_dir / 'config.toml'}: {e}") from None
 
 
 def _root_read_only(root: Root) -> str | None:
@@ -333,8 +374,12 @@ def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[i
 
 
 def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
-                lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None) -> LogResult:
-    """Sweep one log; raises WardrikError/OSError on a failure (the caller records it)."""
+                lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
+                max_bytes: int | None = None) -> LogResult:
+    """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
+
+    ``max_bytes``: after the time rule, the oldest whole events go too until what is kept
+    is at most that many bytes (an event larger than the bound on its own goes as well)."""
     res = LogResult(log.name)
     try:
         fd = open_regular(log.path, os.O_RDONLY)
@@ -346,6 +391,9 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         res.bytes_before = res.bytes_after = size0
         try:
             cut, backwards = find_cut(fd, end0, cutoff)
+            if max_bytes is not None and end0 - cut > max_bytes:
+                over = lines.line_at_or_after(fd, end0 - max_bytes, end0)
+                cut = over[0] if over is not None else end0
             first = lines.first_line(fd, end0)
             last = lines.last_line(fd, end0)
             first_seq = _seq(*first) if first else None
@@ -495,6 +543,7 @@ def logs_of(root: Root) -> list[Log]:
 
 
 def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = False,
+          max_bytes: int | None = None,
           now: datetime | None = None, warn: Callable[[str], None] = lambda m: None,
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
@@ -502,14 +551,16 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
     """Compact every log under ``root``; a log that fails is recorded and the others still swept.
 
     ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
-    passes ``follow.live.cleanup_stale``: the registrations of followers that are gone)."""
+    passes ``follow.live.cleanup_stale``: the registrations of followers that are gone).
+    ``max_bytes`` bounds each agent's log after the time rule; the audit log is bounded by
+    time only (its chain must stay verifiable from what is kept)."""
     root.require()
     delta = parse_duration(retention)
     try:
         cutoff = format_dt((now or datetime.now(UTC)) - delta)
     except OverflowError:
         cutoff = format_dt(datetime.min)  # a retention longer than history keeps everything
-    result = SweepResult(cutoff, retention, dry_run)
+    result = SweepResult(cutoff, retention, dry_run, max_bytes=max_bytes)
     if not dry_run:
         why = _root_read_only(root)
         if why:
@@ -539,7 +590,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             on_start(logs)
         for log in logs:
             try:
-                r = compact_log(log, cutoff, dry_run=dry_run, warn=warn)
+                r = compact_log(log, cutoff, dry_run=dry_run, warn=warn,
+                                max_bytes=None if log.is_audit else max_bytes)
             except (WardrikError, OSError) as e:
                 r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                               f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
