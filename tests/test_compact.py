@@ -336,20 +336,21 @@ def test_audit_log_compacted_and_chain_verifiable(cli, root):
     assert cli("check").returncode == 0
     evs = jsonl(cli("audit", "page").stdout)
     assert evs[0]["type"] == DROPPED and evs[0]["data"] == {"log": "audit", "count": 3}
-    assert [e["sequence"] for e in evs[1:]] == ["000000000004", "000000000005"]
+    assert [e["sequence"] for e in evs[1:]] == ["000000000004", "000000000005", "000000000006"]
+    assert evs[-1]["type"] == "wardrik.ledger.compacted" and evs[-1]["data"]["logs"] == {"audit": 3}
     new = jsonl(cli(*rec).stdout)[0]
-    assert new["sequence"] == "000000000006"
+    assert new["sequence"] == "000000000007"
     last = (root / ".wardrik/audit.jsonl").read_bytes().splitlines(keepends=True)[-2]
     assert new["prevhash"] == hashlib.sha256(last).hexdigest()
     assert cli("check").returncode == 0
-    # everything dropped, then a record: the chain goes on from the watermark's hash
-    _age_audit(root, range(4, 7), timedelta(days=1))
+    # everything dropped: the sweep's own record goes on from the watermark's hash
+    _age_audit(root, range(4, 8), timedelta(days=1))
     assert cli("check").returncode == 0
     compact_json(cli, "--retention", "12h")
-    assert (root / ".wardrik/audit.jsonl").read_bytes() == b""
     wm = orjson.loads((root / ".wardrik/watermarks/@audit@json").read_bytes())
-    nxt = jsonl(cli(*rec).stdout)[0]
-    assert nxt["sequence"] == "000000000007" and nxt["prevhash"] == wm["hash"]
+    [only] = jsonl((root / ".wardrik/audit.jsonl").read_bytes())
+    assert only["type"] == "wardrik.ledger.compacted" and only["data"]["logs"] == {"audit": 4}
+    assert only["sequence"] == "000000000008" and only["prevhash"] == wm["hash"]
     assert cli("check").returncode == 0
 
 

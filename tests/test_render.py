@@ -55,6 +55,8 @@ CASES = {
                         ["acme/old by carol via sre → svc:janitor"]),
     "trigger.created": ({"trigger": {"name": "daily"}, "actor": "alice"}, ["daily by alice"]),
     "trigger.deleted": ({"trigger": {"name": "daily"}, "actor": "alice"}, ["daily by alice"]),
+    "ledger.compacted": ({"logs": {"acme/a": 30, "acme/b": 10}, "retention": "30d", "actor": "cron@h"},
+                         ["dropped 40", "acme/a 30", "by cron@h"]),
     "events.dropped": ({"log": "acme/triage", "count": 12}, ["12 events of acme/triage dropped by retention"]),
 }
 

@@ -114,6 +114,10 @@ def compact(
         "--max-bytes", metavar="SIZE",
         help="Then bound each agent's log to SIZE (500M, 2G), dropping its oldest events (default: "
              "max_bytes in .wardrik/config.toml, else no bound). The audit log is bounded by time only.")] = None,
+    actor: Annotated[str | None, typer.Option(
+        "--actor", metavar="P",
+        help="Who sweeps, for the ledger.compacted audit record of a sweep that drops anything "
+             "(default: user@host).")] = None,
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="Print nothing unless a log fails (exit 1) or input is bad (exit 2): for cron.")] = False,
     fmt: FormatOpt = None,
@@ -144,6 +148,10 @@ def compact(
     root.require_made("compact")
     text, _ = resolve_retention(root, retention)
     size = resolve_max_bytes(root, max_bytes)
+    if actor is not None:
+        from wardrik_cli.store.audit import validate_principal
+
+        validate_principal(actor, "--actor")
     shown = choose(fmt, Format.json)
     progress = None
     if shown == Format.pretty and not quiet:
@@ -151,7 +159,7 @@ def compact(
 
         progress = SweepProgress()
     try:
-        result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, warn=inv.warn,
+        result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, actor=actor, warn=inv.warn,
                             on_start=progress.start if progress else None,
                             on_log=progress.advance if progress else None, tidy=cleanup_stale)
     finally:

@@ -534,6 +534,33 @@ def _void_verified_note(log: Log) -> None:
 # ---------------------------------------------------------------------------
 # the sweep
 # ---------------------------------------------------------------------------
+def _record_sweep(root: Root, result: SweepResult, actor: str | None, warn: Callable[[str], None]) -> None:
+    from wardrik_cli.store.audit import record_audit
+
+    data: dict[str, Any] = {"logs": {r.log: r.dropped for r in result.logs if r.dropped},
+                            "retention": result.retention}
+    if result.max_bytes is not None:
+        data["max_bytes"] = result.max_bytes
+    try:
+        record_audit(root, "ledger.compacted", "ledger", data, actor or default_actor(), warn=warn)
+    except (WardrikError, OSError) as e:
+        raise Failure(f"the sweep dropped {result.dropped} event(s) but could not record ledger.compacted "
+                      f"in the audit log: {e}") from None
+
+
+def default_actor() -> str:
+    """``user@host`` of this process, as a principal (other characters become ``_``)."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no name for this uid: the uid itself
+        user = f"uid{os.getuid()}"
+    text = f"{user}@{socket.gethostname() or 'localhost'}"
+    return re.sub(r"[^A-Za-z0-9._:@/+-]", "_", text)[:200]
+
+
 def logs_of(root: Root) -> list[Log]:
     logs = [Log.agent(root, i) for i in sorted(root.iter_log_ids())]
     audit = Log.audit(root)
@@ -543,7 +570,7 @@ def logs_of(root: Root) -> list[Log]:
 
 
 def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = False,
-          max_bytes: int | None = None,
+          max_bytes: int | None = None, actor: str | None = None,
           now: datetime | None = None, warn: Callable[[str], None] = lambda m: None,
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
@@ -553,7 +580,9 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
     ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
     passes ``follow.live.cleanup_stale``: the registrations of followers that are gone).
     ``max_bytes`` bounds each agent's log after the time rule; the audit log is bounded by
-    time only (its chain must stay verifiable from what is kept)."""
+    time only (its chain must stay verifiable from what is kept). A sweep that drops anything
+    records one ``ledger.compacted`` in the audit log (``data.logs``: {log: dropped}) by
+    ``actor`` (default: the process's ``user@host``), so "who pruned what, when" has an answer."""
     root.require()
     delta = parse_duration(retention)
     try:
@@ -602,6 +631,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             result.logs.append(r)
             if on_log:
                 on_log(r)
+        if not dry_run and result.dropped:
+            _record_sweep(root, result, actor, warn)
         if not dry_run and tidy is not None:
             try:
                 tidy(root)

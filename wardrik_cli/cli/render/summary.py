@@ -7,7 +7,7 @@ No Rich here (``render`` colours what this module says). Contract:
   words, the actor of an audit change, how many events a dropped notice stands for.
   It never raises, whatever the data holds (a reader may meet any stored line).
 - ``family(type)`` is one of ``FAMILIES``: the colour group a type belongs to. Audit types
-  (``agent.*``, ``trigger.created``/``trigger.deleted``) are ``audit``, ``events.dropped`` is
+  (``agent.*``, ``trigger.created``/``trigger.deleted``, ``ledger.compacted``) are ``audit``, ``events.dropped`` is
   ``dropped``, ``reasoning.*`` goes with ``message``, ``activity.changed`` is ``activity``.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 from wardrik_cli.protocol.catalogue import short_name
 
 FAMILIES = ("run", "message", "tool_call", "input", "trigger", "audit", "dropped", "activity", "other")
-_AUDIT = frozenset({"agent.created", "agent.configured", "agent.forgotten", "trigger.created", "trigger.deleted"})
+_AUDIT = frozenset({"agent.created", "agent.configured", "agent.forgotten", "trigger.created", "trigger.deleted",
+                    "ledger.compacted"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -138,6 +139,12 @@ def _summarize(event: dict[str, Any]) -> str:
         return _join(_g(d, "request", "id"), words(d.get("answer") or d.get("text")))
     if t == "trigger.fired":
         return _join(_g(d, "trigger", "name"), d.get("status"))
+    if t == "ledger.compacted":
+        logs = d.get("logs") if isinstance(d.get("logs"), dict) else {}
+        total = sum(n for n in logs.values() if isinstance(n, int) and not isinstance(n, bool))
+        shown = ", ".join(f"{one_line(k)} {one_line(v)}" for k, v in list(logs.items())[:3])
+        more = f" +{len(logs) - 3} logs" if len(logs) > 3 else ""
+        return _join(f"dropped {total} from {shown}{more}", f"by {one_line(d.get('actor')) or '?'}")
     if t in _AUDIT:
         what = one_line(_g(d, "agent", "id") if t.startswith("agent.") else _g(d, "trigger", "name"))
         s = f"{what} by {one_line(d.get('actor')) or '?'}"

@@ -1,0 +1,46 @@
+"""A sweep that drops anything records one `ledger.compacted` audit event: who pruned what, when."""
+from __future__ import annotations
+
+import getpass
+import socket
+from datetime import timedelta
+
+import orjson
+
+from conftest import run_cli
+from ledgergen import START, write_log
+
+
+def audit_sweeps(root) -> list[dict]:
+    p = run_cli("audit", "page", "-t", "ledger.compacted", "--all", "-F", "json", root=root)
+    assert p.returncode == 0, p.stderr
+    return orjson.loads(p.stdout)["events"]
+
+
+def test_a_sweep_that_drops_records_who_and_what(root):
+    write_log(root / "acme" / "a.jsonl", 30, start=START - timedelta(days=400), log_id="acme/a")
+    write_log(root / "acme" / "b.jsonl", 10, start=START - timedelta(days=400), log_id="acme/b")
+    write_log(root / "acme" / "new.jsonl", 5, start=START + timedelta(days=10_000), log_id="acme/new")
+    assert run_cli("compact", "-q", "--actor", "cron:ops@acme", root=root).returncode == 0
+    (ev,) = audit_sweeps(root)
+    assert ev["data"]["logs"] == {"acme/a": 30, "acme/b": 10}
+    assert ev["data"]["retention"] == "30d" and ev["data"]["actor"] == "cron:ops@acme"
+    assert run_cli("check", root=root).returncode == 0  # the audit chain holds
+    # nothing more to drop, or a dry run: no record
+    assert run_cli("compact", "-q", root=root).returncode == 0
+    write_log(root / "acme" / "c.jsonl", 5, start=START - timedelta(days=400), log_id="acme/c")
+    assert run_cli("compact", "--dry-run", "-q", root=root).returncode == 0
+    assert len(audit_sweeps(root)) == 1
+    # the default actor is user@host; a size bound is recorded with the sweep
+    assert run_cli("compact", "-q", "--max-bytes", "1G", root=root).returncode == 0
+    last = audit_sweeps(root)[-1]
+    assert last["data"]["logs"] == {"acme/c": 5} and last["data"]["max_bytes"] == 1 << 30
+    assert last["data"]["actor"].startswith(getpass.getuser() + "@" + socket.gethostname()[:10])
+
+
+def test_a_bad_actor_is_refused_before_anything_is_swept(root):
+    write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
+    before = (root / "acme" / "a.jsonl").read_bytes()
+    p = run_cli("compact", "--actor", "bad one", root=root)
+    assert p.returncode == 2 and p.stderr.startswith(b"error:") and b"--actor" in p.stderr
+    assert (root / "acme" / "a.jsonl").read_bytes() == before
