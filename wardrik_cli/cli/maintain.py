@@ -120,6 +120,9 @@ def compact(
              "(default: user@host).")] = None,
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="Print nothing unless a log fails (exit 1) or input is bad (exit 2): for cron.")] = False,
+    skip_corrupt: Annotated[bool, typer.Option(
+        "--skip-corrupt", help="A line that is not an event in the part dropped is kept beside the log and "
+                               "warned of, and the sweep exits 0 (without it: exit 1).")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Drop each log's prefix of events older than the retention (the audit log too).
@@ -131,7 +134,8 @@ def compact(
     while appenders, followers and another compact run (a second compact skips, or waits
     with --wait). Sequences go on after the highest ever written; readers whose position was
     dropped get one events.dropped saying how many they missed. Torn tails are cut, their
-    bytes kept beside the log. Exit 1 when any log could not be swept (the others still are).
+    bytes kept beside the log, and so are lines in the part dropped that are not events (exit 1
+    unless --skip-corrupt). Exit 1 when any log could not be swept (the others still are).
 
     Examples:
 
@@ -174,13 +178,18 @@ def compact(
         print_sweep(result)
 
     failed = result.failed
+    damaged = result.damaged
     if not quiet:
         emit(shown, pretty=pretty, jsonl=[r.to_json() for r in result.logs],
              json=lambda: write_json(result.to_json(), indent=False))
     for r in result.logs:
         for note in r.notes:
-            if not quiet or r in failed:
+            if not quiet or r in failed or (r in damaged and not skip_corrupt):
                 inv.warn(f"{r.log}: {note}")
+    if damaged and not skip_corrupt and not failed:
+        inv.message(f"error: {sum(r.damaged for r in damaged)} damaged line(s) were in the part dropped, their "
+                    "bytes kept beside their logs (see the warnings; --skip-corrupt makes this a warning)")
+        raise typer.Exit(ExitCode.FAILURE)
     if failed:
         for r in failed:
             inv.message(f"error: {r.log}: not swept: {r.error}")

@@ -37,6 +37,7 @@ import errno
 import hashlib
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,9 +48,10 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all, write_atomic
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, decode_event
+from wardrik_cli.store.log import Log, decode_event, peek
+from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import locked, try_lock
 from wardrik_cli.protocol.times import format_dt, parse_duration
 
@@ -73,12 +75,18 @@ class LogResult:
     bytes_after: int = 0
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    damaged: int = 0  # lines in the dropped part that were not events (their bytes kept beside)
+    damaged_kept: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
              "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
         if self.error:
             d["error"] = self.error
+        if self.damaged:
+            d["damaged"] = self.damaged
+            if self.damaged_kept:
+                d["damaged_kept"] = self.damaged_kept
         if self.notes:
             d["notes"] = self.notes
         return d
@@ -104,6 +112,10 @@ class SweepResult:
     @property
     def failed(self) -> list[LogResult]:
         return [r for r in self.logs if r.error]
+
+    @property
+    def damaged(self) -> list[LogResult]:
+        return [r for r in self.logs if r.damaged]
 
     def to_json(self) -> dict[str, Any]:
         d = {"logs": [r.to_json() for r in self.logs], "dropped": self.dropped, "kept": self.kept,
@@ -220,11 +232,17 @@ def _seq_at(found: tuple[int, bytes] | None) -> int:
     return _seq(*found)
 
 
-def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool) -> tuple[int, bool]:
-    """(offset of the first line at or after the cutoff, whether an older line follows it)."""
+def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool, lenient: bool = False) -> tuple[int, bool]:
+    """(offset of the first line at or after the cutoff, whether an older line follows it).
+    ``lenient``: a line that is not an event decides nothing (it goes with the part it is in)."""
     cut = None
     for off, raw in lines.iter_lines(fd, 0, end):
-        t = _time(off, raw)
+        try:
+            t = _time(off, raw)
+        except _Unreadable:
+            if not lenient:
+                raise
+            continue
         if cut is None:
             if t >= cutoff:
                 cut = off
@@ -390,7 +408,12 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         end0, size0 = lines.complete_end(fd, st.st_size)
         res.bytes_before = res.bytes_after = size0
         try:
-            cut, backwards = find_cut(fd, end0, cutoff)
+            try:
+                cut, backwards = find_cut(fd, end0, cutoff)
+            except _Unreadable:
+                # a line that is not an event where the bisection looked: decide line by line,
+                # and the damaged lines in the part dropped are kept beside the log (below)
+                cut, backwards = _linear_cut(fd, end0, cutoff, check_rest=True, lenient=True)
             if max_bytes is not None and end0 - cut > max_bytes:
                 over = lines.line_at_or_after(fd, end0 - max_bytes, end0)
                 cut = over[0] if over is not None else end0
@@ -407,6 +430,15 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if backwards:
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
                              "after the cutoff was dropped; older events after it were kept")
+        if cut > 0:
+            bad = _damaged_lines(fd, cut)
+            if bad:
+                res.damaged = len(bad)
+                if not dry_run:
+                    res.damaged_kept = str(_keep_damaged(log, bad))
+                where = f"kept in {res.damaged_kept}" if res.damaged_kept else "would be kept beside the log"
+                res.notes.append(f"{len(bad)} line(s) in the part dropped are not events (the first at byte "
+                                 f"{bad[0][0]}); their bytes are {where}")
         torn = size0 - end0
         if dry_run or (cut == 0 and torn == 0):
             if dry_run:
@@ -432,6 +464,45 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         return _rewrite(log, fd, st.st_ino, cut, end0, res, first_seq, warn, lock_timeout, _after_bulk)
     finally:
         os.close(fd)
+
+
+_JOIN = b'}}\n{"specversion":"1.0","id":"'
+
+
+def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
+    """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. A block
+    whose every line is in this tool's shape (a few byte counts say so) is passed whole; the
+    others are looked at line by line."""
+    bad: list[tuple[int, bytes]] = []
+    for off, data, size in lines.iter_spans(fd, 0, cut):
+        n = count(data, b"\n", 0, size)
+        first_nl = data.find(b"\n")
+        if peek(data[:first_nl]) is not None and count(data, _JOIN, 0, size) == n - 1:
+            last_start = data.rfind(b"\n", 0, size - 1) + 1
+            if peek(data[last_start:size - 1]) is not None:
+                continue
+        here = off
+        for raw in data.split(b"\n")[:n]:
+            if peek(raw) is None:
+                try:
+                    decode_event(raw)
+                except ValueError:
+                    bad.append((here, raw))
+            here += len(raw) + 1
+    return bad
+
+
+def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
+    """Write the damaged lines beside the log (durably) before the part holding them is dropped."""
+    keep = log.path.with_name(f"{log.path.name}.damaged-{bad[0][0]}-{time.time_ns()}")
+    kfd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        write_all(kfd, b"".join(raw + b"\n" for _off, raw in bad))
+        os.fsync(kfd)
+    finally:
+        os.close(kfd)
+    fsync_dir(keep.parent)
+    return keep
 
 
 def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, first_seq: int,

@@ -140,7 +140,9 @@ def _summarize(event: dict[str, Any]) -> str:
     if t == "trigger.fired":
         return _join(_g(d, "trigger", "name"), d.get("status"))
     if t == "ledger.compacted":
-        logs = d.get("logs") if isinstance(d.get("logs"), dict) else {}
+        logs = d.get("logs")
+        if not isinstance(logs, dict):
+            logs = {}
         total = sum(n for n in logs.values() if isinstance(n, int) and not isinstance(n, bool))
         shown = ", ".join(f"{one_line(k)} {one_line(v)}" for k, v in list(logs.items())[:3])
         more = f" +{len(logs) - 3} logs" if len(logs) > 3 else ""

@@ -1,0 +1,51 @@
+"""A line that is not an event inside the part compact drops is never thrown away unseen: its
+bytes are kept beside the log, the log's row says so, and the sweep exits 1 unless
+--skip-corrupt."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+import pytest
+
+from conftest import run_cli
+from ledgergen import START, write_log
+
+GARBAGE = b"this line was edited by hand \x1b[31m and is not JSON"
+
+
+def damaged_log(root):
+    path = root / "acme" / "a.jsonl"
+    write_log(path, 200, start=START - timedelta(days=400), log_id="acme/a")
+    with open(path, "ab") as f:  # and some events to keep
+        f.write(b"")
+    write_log(root / "acme" / "b.jsonl", 5, start=START + timedelta(days=10_000), log_id="acme/b")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(3, GARBAGE + b"\n")  # an extra, damaged line early in what will be dropped
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_damaged_line_in_dropped_part_is_kept_and_reported(root, skip):
+    path = damaged_log(root)
+    p = run_cli("compact", "-q", "-F", "json", *(["--skip-corrupt"] if skip else []), root=root)
+    err = p.stderr.decode()
+    assert p.returncode == (0 if skip else 1), err
+    kept = list(path.parent.glob("a.jsonl.damaged-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == GARBAGE + b"\n"
+    if not skip:
+        assert "acme/a" in err and str(kept[0]) in err and err.splitlines()[-1].startswith("error:")
+        assert "Traceback" not in err
+    assert path.read_bytes() == b""  # every event was old: the sweep itself went ahead
+    assert run_cli("check", root=root).returncode == 0
+
+
+def test_dry_run_says_so_and_keeps_nothing(root):
+    path = damaged_log(root)
+    before = path.read_bytes()
+    p = run_cli("compact", "--dry-run", "-F", "json", root=root)
+    assert p.returncode == 1
+    [row] = [r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a"]
+    assert row["damaged"] == 1 and "damaged_kept" not in row
+    assert path.read_bytes() == before and not list(path.parent.glob("*.damaged-*"))
