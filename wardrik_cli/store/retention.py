@@ -212,6 +212,9 @@ def _root_read_only(root: Root) -> str | None:
 # finding the cut
 # ---------------------------------------------------------------------------
 def _time(off: int, raw: bytes) -> str:
+    p = peek(raw)  # a line in this tool's shape: its time read from its bytes
+    if p is not None:
+        return p[2].decode()
     try:
         t: str = decode_event(raw)["time"]  # decode_event checked it is a str
     except ValueError as e:
@@ -246,8 +249,8 @@ def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool, lenient: bo
         if cut is None:
             if t >= cutoff:
                 cut = off
-                if not check_rest:
-                    return cut, False
+                if not check_rest or off == 0:
+                    return cut, False  # nothing to drop: the rest need not be read (cron, every hour)
         elif t < cutoff:
             return cut, True
     return (end if cut is None else cut), False
