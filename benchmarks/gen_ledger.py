@@ -131,6 +131,18 @@ class Gen:
                     f"{r.choice(_WORDS)}_events WHERE service = '{r.choice(_SERVICES)}' GROUP BY 1 ORDER BY 1 DESC LIMIT 48"}
         return {"channel": "#" + r.choice(_SERVICES), "text": self.text(1, 2)}
 
+    # hooks a generator with other proportions overrides (gen_review.ReviewGen)
+    p_tool_failed = P_TOOL_FAILED
+
+    def reasoning(self) -> str:
+        return self.text(1, 4)
+
+    def pick_tool(self) -> str:
+        return self.r.choice(_TOOLS)
+
+    def tool_error(self) -> str:
+        return self.r.choice(_TOOL_ERRORS)
+
     def tool_output(self, name: str) -> str:
         r = self.r
         if name == "query_metrics":
@@ -178,13 +190,13 @@ class Gen:
                 last = turn == turns
                 yield ("message.started", {"message": {"id": mid, "turn": turn}}, r.randint(10_000, 300_000), trace, False)
                 if r.random() < 0.6:
-                    yield ("reasoning.completed", {"message": {"id": mid}, "text": self.text(1, 4)},
+                    yield ("reasoning.completed", {"message": {"id": mid}, "text": self.reasoning()},
                            r.randint(500_000, 6_000_000), trace, False)
                 if failed and last:
                     yield ("run.failed", {"error": {"message": r.choice(_ERRORS), "turn": turn}},
                            r.randint(100_000, 30_000_000), trace, False)
                     break
-                calls = [] if last else [r.choice(_TOOLS) for _ in range(r.choice((1, 1, 2, 3)))]
+                calls = [] if last else [self.pick_tool() for _ in range(r.choice((1, 1, 2, 3)))]
                 yield ("message.completed", {"message": {"id": mid}, "stop_reason": "tool_use" if calls else "end_turn",
                                              "text": self.text(1, 3),
                                              "usage": {"input_tokens": r.randint(800, 40_000), "output_tokens": r.randint(20, 900)}},
@@ -194,9 +206,9 @@ class Gen:
                     cid = f"call_{self.call}"
                     yield ("tool_call.started", {"tool": {"name": name, "call": {"id": cid}, "args": self.tool_args(name)}},
                            r.randint(5_000, 200_000), trace, False)
-                    if r.random() < P_TOOL_FAILED:
+                    if r.random() < self.p_tool_failed:
                         yield ("tool_call.failed", {"tool": {"name": name, "call": {"id": cid}},
-                                                    "error": {"message": r.choice(_TOOL_ERRORS)}},
+                                                    "error": {"message": self.tool_error()}},
                                r.randint(100_000, 30_000_000), trace, False)
                     else:
                         yield ("tool_call.completed", {"tool": {"name": name, "call": {"id": cid}},

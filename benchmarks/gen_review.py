@@ -37,16 +37,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_ledger import (  # noqa: E402
-    _AGENT_TRIGGERS,
-    _ERRORS,
     _SERVICES,
     _TOOL_ERRORS,
     _TOOLS,
     DEPLOYMENT,
-    MAX_TURNS,
-    P_INPUT,
-    P_RUN_FAILED,
-    P_TRIGGER,
     SEED,
     START,
     Gen,
@@ -132,71 +126,11 @@ class ReviewGen(Gen):
             return f"connection pool exhausted ({r.randint(20, 64)} in use)"
         return r.choice(_TOOL_ERRORS)
 
-    def events(self):
-        """gen_ledger's stream of runs (same shapes and order), with this module's probabilities."""
+    p_tool_failed = P_TOOL_FAILED
+
+    def pick_tool(self) -> str:
         r = self.r
-        while True:
-            trace = self.hex(128)
-            msg_ids = []
-            if r.random() < P_TRIGGER:
-                yield ("trigger.fired", {"trigger": {"name": r.choice(_AGENT_TRIGGERS)},
-                                         "status": "asked", "schedule": r.choice(("0 9 * * *", "@hourly", "webhook"))},
-                       r.randint(30_000_000, 900_000_000), None, False)
-            for _ in range(r.choice((1, 1, 1, 2))):
-                self.msg += 1
-                mid = f"msg_{self.msg}"
-                msg_ids.append(mid)
-                yield ("message.received", {"message": {"id": mid, "role": "user",
-                                                        "from": r.choice(("slack:U024BE7LH", "email:ops@acme.dev", "api"))},
-                                            "text": self.text(1, 3)},
-                       r.randint(1_000_000, 600_000_000), None, False)
-            yield ("run.started", {"run": {"id": trace, "message_ids": msg_ids}, "task": self.text(1, 3),
-                                   "model": "anthropic:claude-haiku-4-5"},
-                   r.randint(50_000, 2_000_000), trace, True)
-            failed = r.random() < P_RUN_FAILED
-            turns = r.randint(1, MAX_TURNS)
-            for turn in range(1, turns + 1):
-                self.msg += 1
-                mid = f"msg_{self.msg}"
-                last = turn == turns
-                yield ("message.started", {"message": {"id": mid, "turn": turn}}, r.randint(10_000, 300_000), trace, False)
-                if r.random() < 0.6:
-                    yield ("reasoning.completed", {"message": {"id": mid}, "text": self.reasoning()},
-                           r.randint(500_000, 6_000_000), trace, False)
-                if failed and last:
-                    yield ("run.failed", {"error": {"message": r.choice(_ERRORS), "turn": turn}},
-                           r.randint(100_000, 30_000_000), trace, False)
-                    break
-                calls = [] if last else [RARE_TOOL if r.random() < P_RARE_TOOL else r.choice(_TOOLS)
-                                         for _ in range(r.choice((1, 1, 2, 3)))]
-                yield ("message.completed", {"message": {"id": mid}, "stop_reason": "tool_use" if calls else "end_turn",
-                                             "text": self.text(1, 3),
-                                             "usage": {"input_tokens": r.randint(800, 40_000), "output_tokens": r.randint(20, 900)}},
-                       r.randint(300_000, 8_000_000), trace, False)
-                for name in calls:
-                    self.call += 1
-                    cid = f"call_{self.call}"
-                    yield ("tool_call.started", {"tool": {"name": name, "call": {"id": cid}, "args": self.tool_args(name)}},
-                           r.randint(5_000, 200_000), trace, False)
-                    if r.random() < P_TOOL_FAILED:
-                        yield ("tool_call.failed", {"tool": {"name": name, "call": {"id": cid}},
-                                                    "error": {"message": self.tool_error()}},
-                               r.randint(100_000, 30_000_000), trace, False)
-                    else:
-                        yield ("tool_call.completed", {"tool": {"name": name, "call": {"id": cid}},
-                                                       "output": self.tool_output(name)},
-                               r.randint(50_000, 5_000_000), trace, False)
-                if not last and r.random() < P_INPUT:
-                    self.req += 1
-                    rid = f"req_{self.req}"
-                    yield ("input.requested", {"request": {"id": rid}, "prompt": self.text(1, 2)},
-                           r.randint(10_000, 500_000), trace, False)
-                    yield ("input.received", {"request": {"id": rid}, "answer": self.text(1, 1),
-                                              "by": r.choice(("ana@acme.dev", "bo@acme.dev"))},
-                           r.randint(5_000_000, 1_800_000_000), trace, False)
-                if last:
-                    yield ("run.completed", {"answer": self.text(1, 3), "turns": turn},
-                           r.randint(10_000, 500_000), trace, False)
+        return RARE_TOOL if r.random() < P_RARE_TOOL else r.choice(_TOOLS)
 
 
 _GEN: ReviewGen | None = None

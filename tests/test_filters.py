@@ -206,7 +206,8 @@ def test_read_back_is_the_last_n_of_the_merge(tmp_path_factory, seed, n, n_logs,
         for v in views:
             v.close()
     want = sorted(everything)[-n:] if n else []
-    assert [(orjson.loads(raw)["time"], name, seq) for name, seq, raw in got] == want
+    assert [(orjson.loads(raw)["time"], name, seq) for name, seq, raw, _ev in got] == want
+    assert all(orjson.loads(raw) == ev for _n, _s, raw, ev in got)  # the event printed is the line's
 
 
 def test_read_back_reads_about_what_it_shows(tmp_path):
@@ -224,7 +225,7 @@ def test_read_back_reads_about_what_it_shows(tmp_path):
     finally:
         for v in views:
             v.close()
-    assert [seq for _n, seq, _r in got] == [300] * 20
+    assert [seq for _n, seq, _r, _e in got] == [300] * 20
     assert read < total / 20, (read, total)
 
 

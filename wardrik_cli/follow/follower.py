@@ -56,7 +56,9 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import scan
-from wardrik_cli.read.reader import Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning
+from wardrik_cli.read.reader import (
+    Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning, window_reaches_dropped,
+)
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
@@ -327,7 +329,7 @@ class Follower:
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             first_shown: dict[str, int] = {}
-            for name, seq, _raw in chosen:
+            for name, seq, _raw, _ev in chosen:
                 first_shown.setdefault(name, seq)
             # Position before each log's first shown event, so every cursor handed out is exact.
             for log in logs:
@@ -340,24 +342,17 @@ class Follower:
             for name in sorted(back.exhausted):
                 # this log's every matching event is shown: a reader starting at 0 missed what was dropped
                 view = by_name[name]
-                first = view.first_seq()
-                if first <= 1 or (view.first_was_damaged and view.watermark() is None):
+                if not window_reaches_dropped(view, 0, since):
                     continue
-                if since is not None:
-                    wm = view.watermark()
-                    f = view.first()
-                    newest = wm.time if wm is not None and wm.time else (f[1]["time"] if f else None)
-                    if newest is not None and since > newest:
-                        continue
-                ev = dropped_notice(view.log, view, 0, first, self.deployment)
+                ev = dropped_notice(view.log, view, 0, view.first_seq(), self.deployment)
                 notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
         finally:
             for v in views:
                 v.close()
         for it in notices:
             yield self._hand_out(it)
-        for name, seq, raw in chosen:
-            yield self._hand_out(Item(name, raw, None, seq))
+        for name, seq, raw, ev in chosen:
+            yield self._hand_out(Item(name, raw, ev, seq))
             if self._stopped:
                 return
         for log in logs:  # past the end of the read-back snapshot (filtered events included)

@@ -5,7 +5,7 @@ Contract kept here:
   (time, log id, sequence), descending), until n lines have matched or every log has been
   read back. So a read-back costs about the n events it shows (plus one look per log) when
   most lines match, and memory is n raw lines plus one small block per log, whatever the
-  number of logs (blocks share ``READ_BUDGET``; over ``KEEP_OPEN`` logs a file is open only
+  number of logs (blocks share the reader's ``READ_BUDGET``; over ``KEEP_OPEN`` logs a file is open only
   while a block is read).
 - A line in this tool's shape is judged on its bytes first (``store.log.peek`` and the
   filters' ``LineTest``); only lines that may match are decoded (which also validates them: a
@@ -25,13 +25,11 @@ from typing import Any
 
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
+from wardrik_cli.read.reader import KEEP_OPEN, block_size
 from wardrik_cli.store.log import LogView, peek
 
-PROBE = 1 << 12
-MIN_BLOCK = 1 << 10
+PROBE = 1 << 12  # the first read back of a log: a tail of a few lines costs a few KB
 MAX_BLOCK = 1 << 16
-READ_BUDGET = 16 << 20
-KEEP_OPEN = 64
 
 
 class _Back:
@@ -100,7 +98,7 @@ class _Newest:
 
 
 class ReadBack:
-    """``run()`` gives the chosen (log id, seq, raw) oldest first; see the module docstring."""
+    """``run()`` gives the chosen (log id, seq, raw, event) oldest first; see the module docstring."""
 
     def __init__(self, views: list[LogView], n: int, filters: Filters, *,
                  on_corrupt: Callable[[CorruptLedger], None] | None = None,
@@ -108,12 +106,12 @@ class ReadBack:
         self.views, self.n, self.filters, self.on_corrupt, self.on_gap = views, n, filters, on_corrupt, on_gap
         self.exhausted: set[str] = set()
 
-    def run(self) -> list[tuple[str, int, bytes]]:
+    def run(self) -> list[tuple[str, int, bytes, dict[str, Any]]]:
         views, n = self.views, self.n
         if n <= 0 or not views:
             return []
         many = len(views) > KEEP_OPEN
-        block = max(MIN_BLOCK, min(MAX_BLOCK, READ_BUDGET // len(views)))
+        block = min(MAX_BLOCK, block_size(len(views)))
         backs = [_Back(v, block, many) for v in views]
         since = self.filters.since
         test = self.filters.line_test()
@@ -149,7 +147,7 @@ class ReadBack:
 
         for i in range(len(backs)):
             push(i)
-        chosen: list[tuple[str, int, bytes]] = []
+        chosen: list[tuple[str, int, bytes, dict[str, Any]]] = []
         while heap and len(chosen) < n:
             top = heapq.heappop(heap)
             view = backs[top.idx].view
@@ -159,10 +157,9 @@ class ReadBack:
                 assert p is not None
                 ok = test.type_ok(p[0]) and test.may_match(top.raw)
             if ok:
-                ev: dict[str, Any] | None = _decode(view, top.off, top.raw, self.on_corrupt)
-                ok = ev is not None and (plain and since is None or accepts(ev))
-            if ok:
-                chosen.append((top.key[1], top.key[2], top.raw))
+                ev = view.decode_or_report(top.off, top.raw, self.on_corrupt)  # checked, and kept to print
+                if ev is not None and (plain and since is None or accepts(ev)):
+                    chosen.append((top.key[1], top.key[2], top.raw, ev))
             push(top.idx)
         for b in backs:
             if not b.done:
@@ -171,8 +168,3 @@ class ReadBack:
                 b.view.release()
         chosen.reverse()
         return chosen
-
-
-def _decode(view: LogView, off: int, raw: bytes,
-            on_corrupt: Callable[[CorruptLedger], None] | None) -> dict[str, Any] | None:
-    return view.decode_or_report(off, raw, on_corrupt)

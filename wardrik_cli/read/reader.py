@@ -97,6 +97,26 @@ class Item:
         return f"Item({self.log!r}, seq={self.seq!r}, {self.raw[:60]!r})"
 
 
+def window_reaches_dropped(view: LogView, position: int, since: str | None) -> bool:
+    """Does a reader at ``position`` reading from ``since`` (if any) miss dropped events? Its
+    position is before the first kept event, and ``since`` is not later than the newest
+    dropped event (the compaction record's; without one, the first kept event's time bounds
+    it). Events before a damaged first line with no compaction record were not dropped."""
+    if position >= view.first_seq() - 1:
+        return False
+    wm = view.watermark()
+    if view.first_was_damaged and wm is None:
+        return False
+    if since is not None:
+        newest = wm.time if wm is not None and wm.time else None
+        if newest is None:
+            f = view.first()
+            newest = f[1]["time"] if f is not None else None
+        if newest is not None and since > newest:
+            return False  # the window starts after everything dropped: nothing was missed
+    return True
+
+
 def check_position(view: LogView, position: int) -> None:
     last = view.last_seq()
     if position > last:
@@ -160,27 +180,15 @@ class Reader:
         self.close()
 
     def notices(self) -> Iterator[Item]:
-        """An ``events.dropped`` for each log whose window reaches into dropped events: the
-        position is before its first kept event, and ``since`` (if any) is not later than the
-        newest dropped event (the compaction record's; without one, the first kept event's
-        time bounds it)."""
+        """An ``events.dropped`` for each log whose window reaches into dropped events
+        (``window_reaches_dropped``)."""
         since = self.filters.since
         for log in self.logs:
             view = self.views[log.name]
             pos = self.positions[log.name]
             first = view.first_seq()
-            if pos >= first - 1:
+            if not window_reaches_dropped(view, pos, since):
                 continue
-            wm = view.watermark()
-            if view.first_was_damaged and wm is None:
-                continue  # events before a damaged first line were not dropped by retention
-            if since is not None:
-                newest = wm.time if wm is not None and wm.time else None
-                if newest is None:
-                    f = view.first()
-                    newest = f[1]["time"] if f is not None else None
-                if newest is not None and since > newest:
-                    continue  # the window starts after everything dropped: nothing was missed
             ev = dropped_notice(log, view, pos, first, self.deployment)
             self.positions[log.name] = first - 1
             yield Item(log.name, dumps_line(ev)[:-1], ev, None)

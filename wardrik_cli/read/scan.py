@@ -31,13 +31,12 @@ from collections.abc import Callable, Iterator
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import LineTest
 from wardrik_cli.store import lines
-from wardrik_cli.store.log import HEAD, LogView, peek
+from wardrik_cli.store.log import HEAD, LogView, block_shape, peek
 from wardrik_cli.store.search import count, find, rfind
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
 OnGap = Callable[[int, int], None]
 _TYPE_AT = 36 + len(HEAD)  # the event's own "type" key follows its 36-character id
-_JOIN = b'}}\n{"specversion":"1.0","id":"'
 SPARSE = 3  # the block search is used when at most one line in SPARSE may be wanted
 
 
@@ -157,20 +156,17 @@ def _in_shape(data: bytes, size: int, n_lines: int, until: str | None, at: int |
     """(last seq, last time, offset, raw) of the block's last line when the whole block
     (``data[:size]``, ``n_lines`` lines) is in this tool's shape, its sequences run on from its first line
     (from ``pos`` when ``armed``) one by one, and it ends before ``until`` and ``at``; else None."""
-    last_start = rfind(data, b"\n", 0, size - 1) + 1
-    last_raw = data[last_start:size - 1]
-    last = peek(last_raw)
-    first = peek(data[:find(data, b"\n")])
-    if last is None or first is None:
+    shape = block_shape(data, size, n_lines)
+    if shape is None:
         return None
+    first, last, last_start = shape
     seq, first_seq = int(last[1]), int(first[1])
     if seq - first_seq != n_lines - 1 or first_seq <= pos or (armed and first_seq != pos + 1):
         return None  # a gap, a repeat or lines already read: line by line says which
     t = last[2].decode()
     if (until is not None and t >= until) or (at is not None and seq > at):
         return None
-    if count(data, _JOIN, 0, size) != n_lines - 1:  # every line starts as this tool writes lines
-        return None
+    last_raw = data[last_start:size - 1]
     return seq, t, last_start, last_raw
 
 

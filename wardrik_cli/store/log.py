@@ -27,7 +27,7 @@ from wardrik_cli.store.fsutil import open_regular
 from wardrik_cli.errors import CorruptLedger, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.search import count
+from wardrik_cli.store.search import count, find, rfind
 
 AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
 
@@ -84,6 +84,21 @@ def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
 
 
 _SOURCE_KEY = b'","source":"'
+_JOIN = b"}}\n" + HEAD  # one line's end and the next one's start, as this tool writes lines
+
+
+def block_shape(data: bytes, size: int, n_lines: int) -> tuple[tuple[bytes, bytes, bytes], tuple[bytes, bytes, bytes],
+                                                             int] | None:
+    """(``peek`` of the first line, of the last line, the last line's offset) when every one
+    of the ``n_lines`` lines of ``data[:size]`` is in this tool's shape: both ends peek, and
+    every newline but the last joins a line ending ``}}`` to one starting as ``HEAD`` (one
+    byte count, no look at each line). None otherwise: look at the lines one by one."""
+    last_start = rfind(data, b"\n", 0, size - 1) + 1
+    last = peek(data[last_start:size - 1])
+    first = peek(data[:find(data, b"\n")])
+    if last is None or first is None or count(data, _JOIN, 0, size) != n_lines - 1:
+        return None
+    return first, last, last_start
 
 
 def envelope(raw: bytes) -> dict[str, Any] | None:

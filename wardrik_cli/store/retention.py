@@ -50,7 +50,7 @@ from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
 from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all, write_atomic
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, decode_event, peek
+from wardrik_cli.store.log import Log, block_shape, decode_event, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import locked, try_lock
 from wardrik_cli.protocol.times import format_dt, parse_duration
@@ -469,9 +469,6 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         os.close(fd)
 
 
-_JOIN = b'}}\n{"specversion":"1.0","id":"'
-
-
 def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
     """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. A block
     whose every line is in this tool's shape (a few byte counts say so) is passed whole; the
@@ -479,11 +476,8 @@ def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
     bad: list[tuple[int, bytes]] = []
     for off, data, size in lines.iter_spans(fd, 0, cut):
         n = count(data, b"\n", 0, size)
-        first_nl = data.find(b"\n")
-        if peek(data[:first_nl]) is not None and count(data, _JOIN, 0, size) == n - 1:
-            last_start = data.rfind(b"\n", 0, size - 1) + 1
-            if peek(data[last_start:size - 1]) is not None:
-                continue
+        if block_shape(data, size, n) is not None:
+            continue
         here = off
         for raw in data.split(b"\n")[:n]:
             if peek(raw) is None:
