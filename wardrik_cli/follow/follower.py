@@ -56,8 +56,8 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import scan
-from wardrik_cli.read.reader import (
-    Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning, window_reaches_dropped,
+from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
+    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning, window_reaches_dropped,
 )
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
@@ -71,7 +71,6 @@ LIVE_QUEUE_MAX = 10_000
 ACTIVITY_CHANGED = PREFIX + "activity.changed"
 FULL_SWEEP_S = 30.0  # with inotify, every followed file is still looked at this often
 RECENT_S = 2.0  # a log that changed is read at every wake-up for this long after
-KEEP_OPEN = 64  # following more logs than this, a log's file is open only while it is read
 LIVE_QUEUE_BYTES = 16 << 20
 
 

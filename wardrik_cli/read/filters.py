@@ -90,7 +90,7 @@ class Where:
     regex: re.Pattern[str] | None = None  # for ~
 
     @classmethod
-    def parse(cls, text: str, *, parse_time: Any = None) -> Where:
+    def parse(cls, text: str) -> Where:
         m = _WHERE_RE.fullmatch(text)
         if not m or not m.group(1).strip("."):
             raise BadInput(f"bad --where {text!r}: expected {_WHERE_FORMS}")
@@ -107,9 +107,9 @@ class Where:
                 raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
         if op in ("<", "<=", ">", ">="):
             if path == ("time",):
-                if parse_time is None:
-                    from wardrik_cli.protocol.times import parse_time_arg as parse_time
-                return cls(text, path, op, parse_time(value))
+                from wardrik_cli.protocol.times import parse_time_arg
+
+                return cls(text, path, op, parse_time_arg(value))
             try:
                 number = float(value)
             except ValueError:
