@@ -110,3 +110,29 @@ def test_the_readmes_cron_line_runs_as_cron_runs_it(tmp_path):
     assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
     assert list(home.iterdir()) == []
     assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1
+
+
+@pytest.mark.subprocess
+def test_the_readmes_systemd_unit_runs_as_systemd_runs_it(tmp_path):
+    """The service unit from the README: its ExecStart, with no shell and an empty environment
+    (systemd gives a service neither), working directory `/`; silent on a healthy root, and it
+    sweeps. The timer beside it names the service's schedule."""
+    import shlex
+    import subprocess
+    from pathlib import Path
+
+    from conftest import WARDRIK
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    unit = readme.split("# /etc/systemd/system/wardrik-compact.service", 1)[1].split("```", 1)[0]
+    service, timer = unit.split("# /etc/systemd/system/wardrik-compact.timer")
+    assert "Type=oneshot" in service and "OnCalendar=hourly" in timer and "WantedBy=timers.target" in timer
+    exec_start = next(ln for ln in service.splitlines() if ln.startswith("ExecStart="))[len("ExecStart="):]
+    root = tmp_path / "var" / "lib" / "wardrik"
+    assert run_cli("init", "--retention", "30d", root=root).returncode == 0
+    write_log(root / "acme" / "old.jsonl", 20, start=START - timedelta(days=400))
+    argv = [a.replace("/path/to/.venv/bin/wardrik", WARDRIK).replace("/var/lib/wardrik", str(root))
+            for a in shlex.split(exec_start)]
+    p = subprocess.run(argv, env={}, cwd="/", capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
+    assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1

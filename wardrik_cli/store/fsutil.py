@@ -4,7 +4,8 @@ Contract: ``write_atomic`` (every file wardrik replaces goes through it) leaves 
 holding either its old bytes or all of the new ones, never a mix: it writes a temp file in
 the same directory, optionally fsyncs it, renames it over ``path`` and (when durable) fsyncs
 the directory so the rename itself survives a crash. A non-durable write is for caches,
-where a lost update is only slower.
+where a lost update is only slower. The sweep replaces logs and their records in batches
+(``store.replace``) with the same steps, syncing a batch at once (``sync_files``).
 """
 from __future__ import annotations
 
@@ -54,28 +55,40 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Path | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically: the one way wardrik replaces a file.
-
-    The temp file is created beside ``path`` (``tmp``, default a dot-file named by the pid
-    and a random token) with ``O_EXCL|O_NOFOLLOW``: a file or symlink planted at its name
-    is never written through (a stale one is unlinked, the link itself, and the create tried
-    once more). OSError propagates after the temp file is removed."""
-    path = Path(path)
-    tmp = tmp or path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data`` (not synced), with ``O_EXCL|O_NOFOLLOW``: a file or
+    symlink planted at its name is never written through (a stale one is unlinked, the link
+    itself, and the create tried once more). OSError propagates after the file is removed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        os.unlink(path)  # left by a writer that died, or planted: never followed
+        fd = os.open(path, flags, 0o644)
+    try:
+        write_all(fd, data)
+    except OSError:
+        os.close(fd)
         try:
-            fd = os.open(tmp, flags, 0o644)
-        except FileExistsError:
-            os.unlink(tmp)  # left by a writer that died, or planted: never followed
-            fd = os.open(tmp, flags, 0o644)
-        try:
-            write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Path | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically: the one way wardrik replaces a single file
+    (the sweep does the same steps for a batch of files: ``store.replace``).
+
+    The temp file (``tmp``, default a dot-file beside ``path`` named by the pid and a random
+    token) is made by ``write_new``. OSError propagates after the temp file is removed."""
+    path = Path(path)
+    tmp = tmp or path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    try:
+        write_new(tmp, data)
+        if durable:
+            fsync_path(tmp)
         os.replace(tmp, path)
     except OSError:
         try:
@@ -85,6 +98,48 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Path | N
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_files(paths: list[Path], *, few: int = 4) -> None:
+    """Make the data of every file in ``paths`` durable: an fsync each when there are at most
+    ``few`` (one log should not pay for a whole file system's dirty pages), else one
+    ``syncfs(2)`` per file system they are on, which costs one journal commit instead of one
+    per file. ``syncfs`` reports write-back errors (Linux 5.8+) as OSError; where it is
+    missing, ``sync(2)`` is used."""
+    if len(paths) <= few:
+        for p in paths:
+            fsync_path(p)
+        return
+    by_dev: dict[int, Path] = {}
+    for p in paths:
+        by_dev.setdefault(os.stat(p, follow_symlinks=False).st_dev, p)
+    for p in by_dev.values():
+        _syncfs(p)
+
+
+def _syncfs(path: Path) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "syncfs", None)
+    if fn is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
 
 
 def writable_dir(path: Path) -> bool:

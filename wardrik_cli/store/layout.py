@@ -9,6 +9,7 @@ Contract kept here:
 """
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import re
@@ -49,7 +50,7 @@ class Root:
         self.path = Path(path)
 
     # -- paths -------------------------------------------------------------
-    @property
+    @functools.cached_property
     def tool_dir(self) -> Path:
         return self.path / ".wardrik"
 
@@ -83,7 +84,8 @@ class Root:
 
         '@' is never in a log id, so log ``a``'s file cannot collide with a folder of log
         ``a.lock/x`` (as ``a.lock`` would)."""
-        return self.tool_dir / kind / f"{log_id}@{name.lstrip('.@')}"
+        # one Path made from a string: a sweep asks for three of these per log
+        return Path(f"{self.path}/.wardrik/{kind}/{log_id}@{name.lstrip('.@')}")
 
     def exists(self) -> bool:
         return self.path.is_dir()

@@ -21,15 +21,19 @@ from wardrik_cli.errors import LockTimeout, WriteFailed
 
 
 
-@contextmanager
-def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") -> Iterator[None]:
+def acquire(lock_path: Path, *, timeout: float | None = None, what: str = "log") -> int:
+    """Take the lock, waiting up to ``timeout`` (default ``$WARDRIK_LOCK_TIMEOUT``); the fd
+    whose closing releases it (the sweep holds a batch of these until its renames land)."""
     if timeout is None:
         from wardrik_cli.settings import Settings
 
         timeout = Settings.from_env().lock_timeout  # $WARDRIK_LOCK_TIMEOUT, read when a lock is taken
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:  # the first lock of a folder of logs
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as e:
         raise WriteFailed(f"cannot take the lock for {what} ({lock_path}): {e.strerror}") from None
     try:
@@ -38,7 +42,7 @@ def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") 
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return fd
             except OSError as e:
                 if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise WriteFailed(f"cannot lock {what}: {e.strerror}") from None
@@ -46,6 +50,15 @@ def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") 
                 raise LockTimeout(f"timed out after {timeout:g}s waiting for the lock on {what} ({lock_path})")
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextmanager
+def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") -> Iterator[None]:
+    fd = acquire(lock_path, timeout=timeout, what=what)
+    try:
         yield
     finally:
         os.close(fd)  # closing drops the flock

@@ -14,6 +14,7 @@ Contract kept here:
 """
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -153,11 +154,11 @@ class Log:
     def audit(cls, root: Root) -> Log:
         return cls(root, AUDIT_NAME, root.audit_path, AUDIT_STATE_KEY, is_audit=True)
 
-    @property
+    @functools.cached_property
     def lock_path(self) -> Path:
         return self.root.state_path("locks", self.state_key, ".lock")
 
-    @property
+    @functools.cached_property
     def watermark_path(self) -> Path:
         return self.root.state_path("watermarks", self.state_key, ".json")
 

@@ -14,27 +14,15 @@ Contract kept here:
   sweep cost the whole log.
   Kept bytes are copied by the kernel (``copy_file_range``, falling back to ``sendfile`` and
   then 1 MB blocks), never parsed and re-serialised: the cost grows with what is kept.
-- Crash order, for one log (kill -9 anywhere leaves the log as it was or as it should be):
-  1. under the per-root compaction lock (a second sweep skips, or waits with ``wait=True``),
-     stale temporaries of a dead sweep are removed;
-  2. the bulk of the kept bytes is copied, without the log's lock, into a dot-file beside the
-     log (``.<name>.jsonl.compact.tmp``: same file system, never a log to any pattern);
-  3. the log's lock (the appenders' lock) is taken; the lines appended meanwhile are copied;
-     a torn tail is cut, its bytes kept beside the log (``appender.cut_torn_tail``);
-  4. the new file is fsynced;
-  5. the watermark (``.wardrik/watermarks/<log>.json``: the new inode, the first kept
-     sequence, the last dropped line's time and hash, the first kept time) is written
-     atomically, carrying the record it replaces as ``previous``, so that both the old file
-     (until the rename lands) and the new one are described;
-  6. the new file is renamed over the log, and the directory fsynced;
-  7. the lock is released. Appenders open the log by path under that lock, so they never
-     write to the replaced file; readers holding the old file keep reading their snapshot.
+- Each log whose prefix goes is replaced by a new file holding the rest, in batches, under
+  the per-root compaction lock (a second sweep skips, or waits with ``wait=True``); the crash
+  order (kill -9 anywhere leaves each log as it was or as it should be, its record describing
+  it) is written down and kept in ``store.replace``. A log with nothing to drop is only read
+  (its torn tail, if any, cut in place under its lock).
 - ``dry_run`` reads only: no lock, no file created.
 """
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import re
 import time
@@ -44,11 +32,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all
+from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_event, peek
 from wardrik_cli.store.search import count
@@ -56,13 +44,10 @@ from wardrik_cli.store.locking import locked, try_lock
 from wardrik_cli.protocol.times import format_dt, parse_duration
 
 DEFAULT_RETENTION = "30d"
-TMP_SUFFIX = ".compact.tmp"  # the new file: ".<name>.jsonl.compact.tmp" beside the log
-WM_TMP_SUFFIX = ".wm.tmp"
 LINEAR_LIMIT = 1 << 20  # a log this small is scanned line by line: exact, and cheap
 SAMPLES = 16  # at least this many lines sampled on each side of a bisected cut ...
 SAMPLE_EVERY = 4 << 20  # ... and one per 4 MB, up to MAX_SAMPLES: out-of-order stretches show up
 MAX_SAMPLES = 256
-COPY_BLOCK = 1 << 20
 COMPACT_LOCK_KEY = "@compact"
 
 
@@ -77,6 +62,18 @@ class LogResult:
     notes: list[str] = field(default_factory=list)
     damaged: int = 0  # lines in the dropped part that were not events (their bytes kept beside)
     damaged_kept: str | None = None
+    staged: Staged | None = None  # waiting in a batch: the figures above are known at its commit
+
+    def settle(self) -> None:
+        """Take the figures of a committed batch's replacement of this log."""
+        s, self.staged = self.staged, None
+        if s is None:
+            return
+        self.bytes_before = s.bytes_before
+        if s.error:
+            self.error, self.dropped, self.kept, self.bytes_after = s.error, 0, 0, s.bytes_before
+        else:
+            self.dropped, self.kept, self.bytes_after = s.dropped, s.kept, s.new_size
 
     def to_json(self) -> dict[str, Any]:
         d = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
@@ -238,6 +235,10 @@ def _seq_at(found: tuple[int, bytes] | None) -> int:
 def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool, lenient: bool = False) -> tuple[int, bool]:
     """(offset of the first line at or after the cutoff, whether an older line follows it).
     ``lenient``: a line that is not an event decides nothing (it goes with the part it is in)."""
+    if end <= LINEAR_LIMIT:
+        shaped = _shaped_cut(os.pread(fd, end, 0), cutoff)
+        if shaped is not None:
+            return shaped
     cut = None
     for off, raw in lines.iter_lines(fd, 0, end):
         try:
@@ -254,6 +255,37 @@ def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool, lenient: bo
         elif t < cutoff:
             return cut, True
     return (end if cut is None else cut), False
+
+
+_TIME_KEY = b'","time":"'
+_AFTER_TIME = b'","sequence":"'  # 27 bytes of time come between the two, in this tool's shape
+
+
+def _shaped_cut(data: bytes, cutoff: str) -> tuple[int, bool] | None:
+    """``_linear_cut`` of a small log whose every line is in this tool's shape (a few byte
+    counts say so, and exactly one time per line is found): the times are read with one
+    regular-expression pass instead of a look at each line (cron sweeps thousands of small
+    logs). None when the log is not all in that shape."""
+    n = count(data, b"\n")
+    if n == 0 or block_shape(data, len(data), n) is None:
+        return None
+    parts = data.split(_TIME_KEY)  # parts[i + 1] starts with line i's time
+    if len(parts) != n + 1:  # one line's data holds a "time" of its own: look line by line
+        return None
+    c = cutoff.encode()
+    if b"\n" in parts[0]:
+        return None
+    for i in range(1, n + 1):  # each line holds exactly one time key, followed as in the shape
+        if parts[i][27:41] != _AFTER_TIME or parts[i].count(b"\n") != 1:  # small: bytes.count
+            return None
+    for i in range(1, n + 1):
+        if parts[i][:27] >= c:
+            if i == 1:
+                return 0, False  # nothing to drop (as _linear_cut: the rest is not judged)
+            backwards = any(p[:27] < c for p in parts[i + 1:])
+            at = sum(len(p) for p in parts[:i]) + (i - 1) * len(_TIME_KEY)
+            return data.rfind(b"\n", 0, at) + 1, backwards
+    return len(data), False
 
 
 def _samples(fd: int, lo: int, hi: int, end: int) -> Iterator[tuple[int, bytes]]:
@@ -301,46 +333,6 @@ def find_cut(fd: int, end: int, cutoff: str) -> tuple[int, bool]:
     return cut, backwards
 
 
-# ---------------------------------------------------------------------------
-# copying
-# ---------------------------------------------------------------------------
-def copy_range(src: int, dst: int, start: int, end: int, dst_off: int) -> None:
-    """Copy bytes [start, end) of ``src`` to ``dst`` at ``dst_off``, in the kernel when it can."""
-    pos, out = start, dst_off
-    use_cfr = hasattr(os, "copy_file_range")
-    while pos < end:
-        n = 0
-        if use_cfr:
-            try:
-                n = os.copy_file_range(src, dst, end - pos, pos, out)
-            except OSError as e:
-                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM):
-                    raise
-                use_cfr = False
-                continue
-        else:
-            data = os.pread(src, min(COPY_BLOCK, end - pos), pos)
-            if data:
-                view = memoryview(data)
-                while view:
-                    w = os.pwrite(dst, view, out + (len(data) - len(view)))
-                    view = view[w:]
-            n = len(data)
-        if n == 0:
-            raise Failure(f"the log shrank while it was copied (at byte {pos})")
-        pos += n
-        out += n
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data, tmp=path.with_name(f".{path.name}{WM_TMP_SUFFIX}"))
-
-
-def tmp_path(log: Log) -> Path:
-    return log.path.with_name(f".{log.path.name}{TMP_SUFFIX}")
-
-
 def clean_stale(root: Root) -> list[Path]:
     """Remove temporaries a killed sweep left (call only under the compaction lock)."""
     removed: list[Path] = []
@@ -376,31 +368,15 @@ def clean_stale(root: Root) -> list[Path]:
 # ---------------------------------------------------------------------------
 # one log
 # ---------------------------------------------------------------------------
-def _watermark_json(log: Log, new_ino: int, next_seq: int, last_dropped: tuple[int, bytes],
-                    first_kept: dict[str, Any] | None, new_mtime_ns: int) -> bytes:
-    raw = last_dropped[1]
-    ev = decode_event(raw)
-    # inode and mtime identify the new file while it is empty (a copy keeps the mtime).
-    rec: dict[str, Any] = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": ev["time"],
-                           "hash": hashlib.sha256(raw + b"\n").hexdigest(),
-                           "first_time_kept": first_kept["time"] if first_kept else None}
-    try:
-        prev = orjson.loads(log.watermark_path.read_bytes())
-        if isinstance(prev, dict):
-            prev.pop("previous", None)
-            rec["previous"] = prev
-    except (OSError, ValueError):
-        pass
-    return orjson.dumps(rec)
-
-
 def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
                 lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
-                max_bytes: int | None = None) -> LogResult:
+                max_bytes: int | None = None, batch: Batch | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
 
     ``max_bytes``: after the time rule, the oldest whole events go too until what is kept
-    is at most that many bytes (an event larger than the bound on its own goes as well)."""
+    is at most that many bytes (an event larger than the bound on its own goes as well).
+    A log whose prefix goes is staged in ``batch`` (``store.replace``): its figures are known
+    once the batch is committed (``LogResult.settle``). Without a batch it is replaced at once."""
     res = LogResult(log.name)
     try:
         fd = open_regular(log.path, os.O_RDONLY)
@@ -464,7 +440,17 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                     os.close(wfd)
             return res
         assert first_seq is not None, "cut > 0: lines come before it"
-        return _rewrite(log, fd, st.st_ino, cut, end0, res, first_seq, warn, lock_timeout, _after_bulk)
+        staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
+                       after_bulk=_after_bulk)
+        if batch is not None:
+            batch.add(staged)
+            res.staged = staged
+            return res
+        one = Batch()
+        one.add(staged)
+        one.commit()
+        res.settle()
+        return res
     finally:
         os.close(fd)
 
@@ -500,103 +486,6 @@ def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
         os.close(kfd)
     fsync_dir(keep.parent)
     return keep
-
-
-def _rewrite(log: Log, fd: int, ino: int, cut: int, end0: int, res: LogResult, first_seq: int,
-             warn: Callable[[str], None], lock_timeout: float | None,
-             after_bulk: Callable[[], None] | None) -> LogResult:
-    tmp = tmp_path(log)
-    tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    renamed = False
-    try:
-        # Step 2: the bulk, without the lock (appenders go on meanwhile).
-        copy_range(fd, tfd, cut, end0, 0)
-        if after_bulk is not None:
-            after_bulk()
-        # Step 3: under the appenders' lock, the lines appended meanwhile, and the torn tail.
-        with locked(log.lock_path, timeout=lock_timeout, what=log.name):
-            try:
-                wfd = open_regular(log.path, os.O_RDWR)
-            except FileNotFoundError:
-                raise Failure("the log was removed while it was swept") from None
-            try:
-                st1 = os.fstat(wfd)
-                if st1.st_ino != ino:
-                    raise Failure("the log was replaced while it was swept; run compact again")
-                end1, size1 = lines.complete_end(wfd, st1.st_size)
-                if end1 < end0:
-                    raise Failure("the log shrank while it was swept; run compact again")
-                copy_range(wfd, tfd, end0, end1, end0 - cut)
-                if size1 > end1:
-                    from wardrik_cli.store.append import cut_torn_tail
-                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
-                res.bytes_before = size1
-                res.bytes_after = end1 - cut
-                # Step 4: the new file is durable before anything points at it.
-                os.fsync(tfd)
-                st_new = os.fstat(tfd)
-                new_ino = st_new.st_ino
-                last_dropped = lines.last_line(wfd, cut)
-                assert last_dropped is not None, "cut > 0: lines come before it"
-                first_kept_line = lines.first_line(tfd, end1 - cut)
-                first_kept = decode_event(first_kept_line[1]) if first_kept_line else None
-                if first_kept is not None:
-                    next_seq = int(first_kept["sequence"])
-                    last_seq = _seq_at(lines.last_line(tfd, end1 - cut))
-                    res.kept = last_seq - next_seq + 1
-                else:
-                    next_seq = _seq_at(lines.last_line(wfd, end1)) + 1
-                    res.kept = 0
-                res.dropped = next_seq - first_seq
-                # Step 5: the record, carrying the one it replaces, before the rename.
-                _write_atomic(log.watermark_path, _watermark_json(log, new_ino, next_seq, last_dropped, first_kept,
-                                                                            st_new.st_mtime_ns))
-                # Step 6: the rename, made durable.
-                os.rename(tmp, log.path)
-                renamed = True
-                fsync_dir(log.path.parent)
-                # Still under the lock: the appender's note moves to the new file (its kept
-                # lines were verified, and the run open at its end is the same run).
-                _carry_verified_note(log, st1, end1, new_ino, end1 - cut, st_new.st_mtime_ns)
-            finally:
-                os.close(wfd)
-        return res
-    finally:
-        os.close(tfd)
-        if not renamed:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _carry_verified_note(log: Log, old: os.stat_result, old_end: int, new_ino: int, new_size: int,
-                         new_mtime_ns: int) -> None:
-    """Point the appender's note (``store.append``) at the new file when it described the old
-    one exactly; else remove it (the next append then verifies the new file once)."""
-    path = log.root.state_path("verified", log.state_key, ".json")
-    try:
-        note = orjson.loads(path.read_bytes())
-        held = (note["ino"], note["mtime_ns"], note["size"]) == (old.st_ino, old.st_mtime_ns, old_end)
-    except (OSError, ValueError, KeyError, TypeError):
-        held = False
-    if not held:
-        _void_verified_note(log)
-        return
-    try:
-        write_atomic(path, orjson.dumps({"ino": new_ino, "size": new_size, "mtime_ns": new_mtime_ns,
-                                         "trace": note.get("trace")}), durable=False)
-    except OSError:
-        _void_verified_note(log)
-
-
-def _void_verified_note(log: Log) -> None:
-    # The appender's note names the old inode, so it is void already; removing it keeps
-    # .wardrik/ tidy and makes the next append verify the new file once.
-    try:
-        log.root.state_path("verified", log.state_key, ".json").unlink()
-    except OSError:
-        pass
 
 
 # ---------------------------------------------------------------------------
@@ -685,20 +574,39 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         logs = logs_of(root)
         if on_start:
             on_start(logs)
-        for log in logs:
-            try:
-                r = compact_log(log, cutoff, dry_run=dry_run, warn=warn,
-                                max_bytes=None if log.is_audit else max_bytes)
-            except (WardrikError, OSError) as e:
-                r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
-                              f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
+        from wardrik_cli.settings import Settings
+
+        lock_timeout = Settings.from_env().lock_timeout  # read once, not once per log
+        batch = Batch()
+        waiting: list[LogResult] = []  # results whose figures the batch's commit settles
+
+        def commit() -> None:
+            batch.commit()
+            for r in waiting:
+                r.settle()
+                if on_log:
+                    on_log(r)
+            waiting.clear()
+
+        try:
+            for log in logs:
                 try:
-                    r.bytes_before = r.bytes_after = log.path.stat().st_size
-                except OSError:
-                    pass
-            result.logs.append(r)
-            if on_log:
-                on_log(r)
+                    r = compact_log(log, cutoff, dry_run=dry_run, warn=warn, lock_timeout=lock_timeout,
+                                    max_bytes=None if log.is_audit else max_bytes, batch=batch)
+                except (WardrikError, OSError) as e:
+                    r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
+                                  f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
+                    try:
+                        r.bytes_before = r.bytes_after = log.path.stat().st_size
+                    except OSError:
+                        pass
+                result.logs.append(r)
+                waiting.append(r)
+                if batch.full():
+                    commit()
+            commit()
+        finally:
+            batch.abandon()  # only if something unexpected stopped the sweep: temps go, locks are released
         if not dry_run and result.dropped:
             _record_sweep(root, result, actor, warn)
         if not dry_run and tidy is not None:
