@@ -78,8 +78,11 @@ def test_help_ends_with_examples_that_parse(path, cmd):
         words = words[words.index("wardrik") + 1:] if "wardrik" in words else words[words.index("cur=wardrik") + 1:]
         if "|" in words:
             words = words[:words.index("|")]
-        # the example's words must parse: its command exists and its options are real ones
-        ctx = top.make_context("wardrik", list(words), resilient_parsing=False)
+        # the example's words must parse as `run` parses them (global options after the
+        # command move before it): its command exists and its options are real ones
+        from wardrik_cli.cli.app import hoist_globals
+
+        ctx = top.make_context("wardrik", hoist_globals(list(words), top), resilient_parsing=False)
         group, args = top, _rest(ctx)
         while args:
             name, sub, args = group.resolve_command(ctx, args)

@@ -69,6 +69,18 @@ app = typer.Typer(name="wardrik", help=HELP, no_args_is_help=True, cls=_Group, p
                   context_settings={"help_option_names": ["-h", "--help"]})
 
 
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("wardrik")
+        except PackageNotFoundError:  # run from a source tree that is not installed
+            v = "unknown"
+        current().out_text.write(f"wardrik {v}\n")
+        raise typer.Exit(0)
+
+
 def _color_callback(value: str) -> str:
     if value not in ("auto", "always", "never"):
         raise typer.BadParameter("use auto, always or never")
@@ -88,6 +100,8 @@ def _top(
     local: bool = typer.Option(False, "--local", help="Show times in local time instead of UTC (pretty output)."),
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="Pretty output: show each event's data as highlighted JSON."),
+    _version: bool = typer.Option(False, "--version", is_eager=True, callback=_version_callback,
+                                  help="Print wardrik's version and exit."),
 ) -> None:
     inv = current()
     inv.root_arg, inv.deployment_arg = root, deployment
@@ -165,7 +179,7 @@ def run(argv: Sequence[str], env: Mapping[str, str] | None = None, *, stdin: IO[
 
 
 def _run(argv: list[str], inv: Invocation) -> int:
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption
     from typer.exceptions import Abort, Exit
 
     enter(inv)
@@ -188,6 +202,11 @@ def _run(argv: list[str], inv: Invocation) -> int:
     except WardrikError as e:
         inv.message(f"error: {e}")
         code = e.exit_code
+    except NoSuchOption as e:
+        inv.message(f"error: {_no_such_option(e)}")
+        if e.ctx is not None:
+            inv.message(f"Try '{e.ctx.command_path} --help' for help.")
+        code = ExitCode.USAGE
     except ClickException as e:
         msg = e.format_message()
         inv.message(f"error: {msg[0].lower() + msg[1:] if msg else msg}")
@@ -223,6 +242,109 @@ def _run(argv: list[str], inv: Invocation) -> int:
     return int(code)
 
 
+# ---------------------------------------------------------------------------
+# global options anywhere on the line
+# ---------------------------------------------------------------------------
+GLOBAL_FLAGS = frozenset({"--local", "-v", "--verbose"})
+GLOBAL_WITH_VALUE = _GLOBAL_OPTIONS_WITH_VALUE
+
+
+def hoist_globals(argv: list[str], top: Any) -> list[str]:
+    """``argv`` with the global options given after the command moved before it, so that
+    ``wardrik page X --root DIR -v`` means ``wardrik --root DIR -v page X``.
+
+    The command's own options that take a value keep theirs (``--grep -v`` greps for
+    ``-v``), and nothing after ``--`` moves. A global option given twice with different
+    values is refused (BadInput) rather than the last one silently winning."""
+    from wardrik_cli.errors import BadInput
+
+    front: list[str] = []
+    hoisted: list[str] = []
+    rest: list[str] = []
+    command = top
+    i, in_command = 0, False
+    while i < len(argv):
+        arg = argv[i]
+        if not in_command:
+            front.append(arg)
+            if arg in GLOBAL_WITH_VALUE and i + 1 < len(argv):
+                front.append(argv[i + 1])
+                i += 1
+            elif not arg.startswith("-"):
+                in_command = True
+                command = _sub(command, arg)
+            i += 1
+            continue
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_WITH_VALUE:
+            if "=" in arg:
+                hoisted.append(arg)
+            else:
+                hoisted.extend(argv[i:i + 2])
+                i += 1
+        elif arg in GLOBAL_FLAGS:
+            hoisted.append(arg)
+        elif arg in _value_options(command):
+            rest.extend(argv[i:i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+            if not arg.startswith("-"):
+                sub = _sub(command, arg)
+                if sub is not command:  # a group's command (audit page): its own options from here
+                    command = sub
+        i += 1
+    _refuse_conflicts(front + hoisted, BadInput)
+    if not hoisted:
+        return argv
+    # The globals go just before the first command name (front ends with it).
+    return front[:-1] + hoisted + front[-1:] + rest
+
+
+def _sub(command: Any, name: str) -> Any:
+    commands = getattr(command, "commands", None)
+    return commands.get(name, command) if isinstance(commands, dict) else command
+
+
+def _value_options(command: Any) -> frozenset[str]:
+    names: set[str] = set()
+    for p in getattr(command, "params", ()):
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False) and p.nargs != 0:
+            names.update(p.opts)
+    return frozenset(names)
+
+
+def _refuse_conflicts(args: list[str], error: type[Exception]) -> None:
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        name, _, value = args[i].partition("=")
+        if name in GLOBAL_WITH_VALUE:
+            if not value and i + 1 < len(args) and "=" not in args[i]:
+                value = args[i + 1]
+                i += 1
+            if name in seen and seen[name] != value:
+                raise error(f"{name} given twice with different values ({seen[name]!r} and {value!r})")
+            seen[name] = value
+        i += 1
+
+
+def _no_such_option(e: Any) -> str:
+    """An unknown option, with a suggestion only when one of the command's own options is
+    really close (``--json`` is not "did you mean --since")."""
+    import difflib
+
+    name = e.option_name
+    word = name.lstrip("-")
+    if word in ("pretty", "jsonl", "json"):
+        return f"no such option: {name} (use --format {word}, or -o {word})"
+    close = difflib.get_close_matches(name, sorted(e.possibilities or ()), n=3, cutoff=0.75)
+    return f"no such option: {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+
+
 _HELP_FLAGS = frozenset({"-h", "--help"})
 # sys.stdout/sys.stderr are the process's: one run at a time swaps them (two runs in threads
 # that swapped them at once would each restore the other's, leaving a stream of theirs behind).
@@ -245,6 +367,8 @@ def _invoke(argv: list[str], inv: Invocation) -> int:
     if helping:
         _help_console()
     command = get_command(app)
+    _plain_help(command)
+    argv = hoist_globals(argv, command)
     with _STD_STREAMS, ExitStack() as stack:
         if inv.out_text is not sys.stdout:
             stack.enter_context(redirect_stdout(inv.out_text))
@@ -258,6 +382,31 @@ def _invoke(argv: list[str], inv: Invocation) -> int:
         with ctx:
             rv = command.invoke(ctx)
     return rv if isinstance(rv, int) else ExitCode.OK
+
+
+def _plain_help(command: Any) -> None:
+    """Help and usage lines in plain words: ``LOG``, not ``{LOG}`` (Typer's mark of a required
+    argument) or an argument's type column ``<str>``."""
+    from typer._click.types import StringParamType
+
+    class _Plain(StringParamType):
+        def get_metavar(self, param: Any, ctx: Any = None) -> str:
+            return ""
+
+    plain = _Plain()
+    for p in getattr(command, "params", ()):
+        if getattr(p, "param_type_name", "") == "argument":
+            if type(p.type) is StringParamType:
+                p.type = plain
+            p.get_usage_pieces = _usage_pieces(p)
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
+def _usage_pieces(param: Any) -> Any:
+    def pieces(ctx: Any) -> list[str]:
+        return [piece.replace("{", "").replace("}", "") for piece in type(param).get_usage_pieces(param, ctx)]
+    return pieces
 
 
 def _help_console() -> None:

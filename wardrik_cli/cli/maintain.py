@@ -20,8 +20,6 @@ from wardrik_cli.errors import ExitCode
 
 @app.command(rich_help_panel="Maintain")
 def init(
-    deployment: Annotated[str | None, typer.Option(
-        "--deployment", metavar="NAME", help="The deployment's name (in event sources).")] = None,
     retention: Annotated[str | None, typer.Option(
         "--retention", "-r", metavar="DURATION", help="What compact keeps by default: 30s, 90m, 12h, 7d, 4w.")] = None,
     max_bytes: Annotated[str | None, typer.Option(
@@ -30,7 +28,9 @@ def init(
     """Make a root: the folder (given by --root, or WARDRIK_ROOT, else this one) and its .wardrik/config.toml.
 
     On a folder that is already a root, only the settings given change (none given: nothing
-    changes). compact and audit record work only on a root; append makes one as it goes.
+    changes). --deployment NAME (the global option, before or after init) names the
+    deployment in event sources. compact and audit record work only on a root; append makes
+    one as it goes.
 
     Examples:
 
@@ -41,7 +41,7 @@ def init(
     from wardrik_cli.store.init import init_root
 
     inv = current()
-    made, changed = init_root(inv.root, deployment=deployment or inv.deployment_arg, retention=retention,
+    made, changed = init_root(inv.root, deployment=inv.deployment_arg, retention=retention,
                               max_bytes=max_bytes)
     where = str(inv.root.path)
     if made:
@@ -107,7 +107,7 @@ def compact(
         help="Keep events newer than this: 30s, 90m, 12h, 7d, 4w "
              "(default: retention in .wardrik/config.toml, else 30d).")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", "-n", help="Report what would be dropped; change nothing.")] = False,
+        "--dry-run", help="Report what would be dropped; change nothing.")] = False,  # -n is tail's --lines
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another compact is running on this root, wait for it instead of skipping.")] = False,
     max_bytes: Annotated[str | None, typer.Option(

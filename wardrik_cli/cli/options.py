@@ -10,14 +10,22 @@ import typer
 from wardrik_cli.cli.output import Format
 
 FormatOpt = Annotated[Format | None, typer.Option(
-    "--format", "-F", help="pretty (Rich, default on a terminal), jsonl or json.", case_sensitive=False)]
+    "--format", "-o", "-F", metavar="FORMAT", help="pretty (Rich, default on a terminal), jsonl or json.",
+    case_sensitive=False)]
 Patterns = Annotated[list[str] | None, typer.Argument(
     metavar="[PATTERN]...", show_default=False,
     help="Log ids, folders of logs, or globs (* any run of characters, ? one); none: every agent log.")]
 SkipCorrupt = Annotated[bool, typer.Option(
     "--skip-corrupt", help="Warn about a corrupt line and read past it instead of stopping.")]
+def _count(value: int | None) -> int | None:
+    # checked here rather than with min=0, whose help reads "N [x>=0]"
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"{value} is below 0")
+    return value
+
+
 Limit = Annotated[int, typer.Option(
-    "--limit", "-l", min=0, metavar="N", help="At most this many events (a dropped notice does not count).")]
+    "--limit", "-l", callback=_count, metavar="N", help="At most this many events (a dropped notice does not count).")]
 After = Annotated[str | None, typer.Option(
     "--after", metavar="CURSOR", help="Read on after this cursor.")]
 PageCursorFile = Annotated[Path | None, typer.Option(
@@ -48,7 +56,7 @@ Run = Annotated[str | None, typer.Option(
     "--run", metavar="RUN_ID",
     help="Only this run's events: 4+ hex digits of its id (as shown, 8), the whole id, or a traceparent.")]
 Lines = Annotated[int, typer.Option(
-    "-n", "--lines", min=0, metavar="N", help="Show the last N events first (0: only what is written next).")]
+    "-n", "--lines", callback=_count, metavar="N", help="Show the last N events first (0: only what is written next).")]
 Follow = Annotated[bool, typer.Option(
     "-f", "--follow", help="Keep following: every event as it is written.")]
 Data = Annotated[str | None, typer.Option(

@@ -119,7 +119,7 @@ def fold(
     log: Annotated[str, typer.Argument(
         metavar="LOG", help="Log id, or a path to a .jsonl file anywhere (an evidence copy).", show_default=False)],
     view: Annotated[str, typer.Option(
-        "--view", "-v", metavar="VIEW",
+        "--view", metavar="VIEW",  # no short option: -v is --verbose everywhere
         help="state, timeline, activity, or MODULE:NAME "
              "(an object with initial() and apply(state, event)).")] = "state",
     at: Annotated[int | None, typer.Option(

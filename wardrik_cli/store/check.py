@@ -129,4 +129,4 @@ def check_log(log: Log) -> Iterator[Problem]:
         if view.torn_bytes:
             yield Problem(path, line_no + 1, view.end,
                           f"torn tail: {view.torn_bytes} bytes after the last newline (a writer may be mid-line; "
-                          "the next append cuts it)", WARNING)
+                          "the next append cuts it, keeping its bytes beside the log)", WARNING)

@@ -69,8 +69,7 @@ def progress(logs: list[Log], what: str = "checking") -> Iterator[Log]:
             bar.update(task, advance=size)
 
 
-_HINTS = {
-    "torn": "a writer may be mid-line; the next append cuts it (its bytes kept beside the log)",
+_HINTS = {  # a torn tail's message says what to expect itself: no hint, so it is said once
     "corrupt": "readers stop here; --skip-corrupt reads past it",
     "chain": "the audit log was edited after it was written",
     "sequence": "events are missing or repeated",
@@ -80,7 +79,7 @@ _HINTS = {
 def _hint(what: str) -> str:
     w = what.lower()
     if "torn" in w:
-        return _HINTS["torn"]
+        return ""
     if "prevhash" in w or "chain" in w or "hash" in w:
         return _HINTS["chain"]
     if "corrupt" in w:
