@@ -1,6 +1,6 @@
 """The layer rule, checked on the source: a layer imports only the layers below it.
 
-Ranks, lowest first: ``errors`` and ``settings`` 0, ``protocol`` 1, ``store`` 2, ``read`` 3,
+Ranks, lowest first: ``errors`` and ``settings`` 0, ``extras`` (the optional dependencies) and ``protocol`` 1, ``store`` 2, ``read`` 3,
 ``folding`` 4, ``follow`` 5, ``cli`` 6 (``cli/render`` counts as ``cli``). ``errors`` imports no
 wardrik module at all and ``settings`` only ``errors``. Typer, Click and Rich are imported only
 under ``wardrik_cli/cli/``, and Rich only under ``wardrik_cli/cli/render/``.
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "wardrik_cli"
 TOP = "wardrik_cli"
 
-RANKS = {"errors": 0, "settings": 0, "protocol": 1, "store": 2, "read": 3, "folding": 4, "follow": 5, "cli": 6}
+RANKS = {"errors": 0, "settings": 0, "extras": 1, "protocol": 1, "store": 2, "read": 3, "folding": 4, "follow": 5, "cli": 6}
 UI_LIBRARIES = ("typer", "click", "rich")
 
 

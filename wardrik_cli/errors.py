@@ -100,3 +100,7 @@ class WriteFailed(Failure):
 
 class ReadOnlyRoot(Failure):
     pass
+
+
+class MissingExtra(WardrikError):
+    """A feature whose dependency is an extra that is not installed (``extras.need``)."""

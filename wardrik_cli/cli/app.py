@@ -41,13 +41,16 @@ Examples:
   wardrik --root sample_ledgers -v page acme/billing -t tool_call.failed
 """
 
-PANELS = ("Watch", "Review", "Maintain", "Write")
+PANELS = ("Watch", "Review", "Maintain", "Fleet", "Write")
 # Which module defines each command, in the order ``wardrik --help`` lists them within a panel.
 COMMAND_MODULES = {
     "tail": "watch", "activity": "watch",
     "page": "review", "head": "review", "fold": "review", "types": "review", "audit": "audit",
     "check": "maintain", "compact": "maintain", "init": "maintain",
     "append": "write",
+    "stats": "costs", "export": "costs",
+    "sql": "query",
+    "ship": "fleet", "pull": "fleet",
 }
 _ORDER = list(COMMAND_MODULES)
 
