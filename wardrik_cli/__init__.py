@@ -65,6 +65,7 @@ _DEFINED_IN = {
     'WriteFailed': 'wardrik_cli.errors',
     'append': 'wardrik_cli.store.append',
     'append_event': 'wardrik_cli.follow.publish',
+    'append_stream': 'wardrik_cli.follow.append_stream',
     'compact': 'wardrik_cli.store.retention',
     'decode_cursor': 'wardrik_cli.protocol.cursor',
     'encode_cursor': 'wardrik_cli.protocol.cursor',
@@ -82,9 +83,9 @@ _DEFINED_IN = {
 __all__ = [
     "AppendItem", "BadCursor", "BadEvent", "BadInput", "BadLogId", "BadPattern", "CorruptLedger", "ExitCode",
     "Failure", "Filters", "FoldResult", "Item", "Listener", "LockTimeout", "Log", "NoSuchLog", "NoSuchRoot",
-    "Reader", "Root", "WardrikError", "WriteFailed", "append", "append_event", "compact", "decode_cursor",
-    "encode_cursor", "fold", "head", "make_item", "publish_live", "record_audit", "resolve_logs", "stream",
-    "tail_items", "validate_log_id",
+    "Reader", "Root", "WardrikError", "WriteFailed", "append", "append_event", "append_stream", "compact",
+    "decode_cursor", "encode_cursor", "fold", "head", "make_item", "publish_live", "record_audit", "resolve_logs",
+    "stream", "tail_items", "validate_log_id",
 ]
 
 

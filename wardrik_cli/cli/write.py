@@ -7,6 +7,7 @@ printed before the error. ``append`` prints JSON Lines even on a terminal unless
 """
 from __future__ import annotations
 
+import io
 from typing import Annotated, Any
 
 import orjson
@@ -17,7 +18,7 @@ from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import parse_json, read_arg_bytes
 from wardrik_cli.cli.options import Data, FormatOpt
 from wardrik_cli.cli.output import Format, write_lines
-from wardrik_cli.errors import BadEvent, BadInput, WriteFailed
+from wardrik_cli.errors import BadEvent, BadInput, ExitCode, WriteFailed
 
 
 @app.command(rich_help_panel="Write")
@@ -35,6 +36,9 @@ def append(
         "--subject", metavar="TEXT", help="CloudEvents subject (default: agents/LOG).")] = None,
     trace: Annotated[str | None, typer.Option(
         "--trace", metavar="TRACEPARENT", help="W3C traceparent to use instead of the run's.")] = None,
+    stream: Annotated[bool, typer.Option(
+        "--stream", help='Read JSONL items (as --batch) from stdin and append each as it arrives, '
+                         'printing it once durable; a bad line is refused alone (exit 1 at the end).')] = False,
     no_sync: Annotated[bool, typer.Option(
         "--no-sync", help="Skip the fsync (faster; a crash may lose what was printed).")] = False,
     fmt: FormatOpt = None,
@@ -43,13 +47,16 @@ def append(
 
     Sequences are assigned under a lock that holds across processes. A torn tail left by a
     crashed writer is cut first (its bytes kept beside the log). Live types
-    (message.delta, ...) go to the log's followers and are never stored.
+    (message.delta, ...) go to the log's followers and are never stored. With --stream, each
+    line read from stdin is appended as soon as it arrives.
 
     Examples:
 
       wardrik append acme/triage run.started --data '{"task": "Why is checkout slow?"}'
 
       wardrik append acme/triage --batch events.jsonl
+
+      my-agent | wardrik append acme/triage --stream
     """
     from wardrik_cli.follow import live
     from wardrik_cli.protocol.names import validate_log_id
@@ -59,6 +66,12 @@ def append(
 
     inv = current()
     validate_log_id(log)
+    if stream:
+        if type_ is not None or data is not None or batch is not None or subject is not None or trace is not None:
+            raise BadInput("--stream takes its types, data, subjects and traceparents from stdin; "
+                           "give no TYPE, --data, --batch, --subject or --trace")
+        append_stdin(log, fmt, sync=not no_sync)
+        return
     if batch is not None:
         if type_ is not None or data is not None or subject is not None or trace is not None:
             raise BadInput("--batch takes its types, data, subjects and traceparents from the file; "
@@ -86,6 +99,49 @@ def append(
         raise
     print_appended([line.rstrip(b"\n") for line in lines_out], fmt)
     live.notify_kept(root, log, lines_out)
+
+
+def append_stdin(log: str, fmt: Format | None, *, sync: bool) -> None:
+    """``--stream``: ``follow.append_stream`` over stdin, each refused line one ``error:``.
+
+    SIGTERM ends it as Ctrl-C does (no traceback), with exit 143 instead of 130: the library
+    never holds an item back while it waits, so everything printed is durable either way."""
+    import signal
+    import threading
+
+    from wardrik_cli.cli.entry import interrupt
+    from wardrik_cli.follow.append_stream import append_stream
+
+    if fmt == Format.json:
+        raise BadInput("--stream prints each event as it is stored, one a line: use --format jsonl or pretty")
+    inv = current()
+    try:
+        source: Any = inv.stdin.fileno()  # unbuffered reads: a line is appended as soon as it arrives
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        source = inv.stdin  # an in-memory stdin (in-process runs)
+    terminated: list[int] = []
+
+    def on_term(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        interrupt(signum, frame)
+
+    main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
+    old_term = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        result = append_stream(
+            inv.root, log, source, deployment=inv.deployment(), sync=sync, warn=inv.warn,
+            lock_timeout=inv.settings.lock_timeout,
+            on_event=lambda lines: print_appended([line.rstrip(b"\n") for line in lines], fmt),
+            on_refused=lambda n, why: inv.message(f"error: stdin line {n}: {why}"))
+    except KeyboardInterrupt:
+        if terminated:
+            raise typer.Exit(128 + signal.SIGTERM) from None
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
+    if result.refused:
+        raise typer.Exit(ExitCode.FAILURE)
 
 
 def print_appended(raws: list[bytes], fmt: Format | None) -> None:
