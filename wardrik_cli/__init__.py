@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the same names, seen statically by type checkers and editor
     from wardrik_cli.folding.engine import FoldResult, fold
     from wardrik_cli.follow.listener import Listener
     from wardrik_cli.follow.follower import stream, tail_items
+    from wardrik_cli.follow.append_stream import append_stream
     from wardrik_cli.follow.publish import append_event, publish_live
     from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
     from wardrik_cli.protocol.names import validate_log_id
