@@ -132,25 +132,28 @@ def test_sparse_events_show_the_date_on_every_row():
     assert "2026-10-21 16:00:00 audit   1 agent.created" in out and "UTC ─" not in out
 
 
-def test_follow_printer_streams_deltas_under_their_message():
-    p = render.FollowPrinter()
-    p.c = _console(70)
-    p.lines.c = p.c
+def test_follow_printer_prints_a_streamed_message_once_whole_on_a_pipe():
+    """Not a terminal: no cursor movement; the deltas of a message become one labelled row
+    when its message.completed comes (the live region on a terminal: tests/test_tail_screen.py)."""
+    from wardrik_cli.cli.render.streams import FollowPrinter
+
+    c = _console(100)
+    p = FollowPrinter(["acme/t"], c=c)
     p(Item("acme/t", _ev(5, "message.started", {"message": {"id": "m9"}})))
     for chunk in ["The roll", "back of v841 ", "fixed it.\nNext: watch ", "p99 for an hour or two, ",
                   "then close the incident and write the report for the team."]:
         p(Item("acme/t", _ev(None, "message.delta", {"message": {"id": "m9"}, "delta": chunk})))
+    assert len(c.file.getvalue().splitlines()) == 2  # the day line and message.started: nothing while it streams
     p(Item("acme/t", _ev(6, "message.completed", {"message": {"id": "m9"}})))
     p(Item("acme/t", {"type": "wardrik.events.dropped", "time": "2026-10-22T09:00:06.000000Z",
                       "data": {"log": "acme/t", "count": 3}}))
-    lines = p.c.file.getvalue().splitlines()
-    text = [l for l in lines if l.startswith(" " * 9)]
-    assert text[0].startswith("         m9 ▸ The rollback of v841")
-    assert "".join(l.strip() + " " for l in text).replace("  ", " ").strip().endswith("write the report for the team.")
-    assert len(text) >= 3 and all(len(l) <= 70 for l in lines)  # wrapped at the width, indented
-    assert "message.completed" in lines[-2] and "⚠ 3 events of acme/t" in lines[-1]
-    assert " – events.dropped" in lines[-1]
     p.close()
+    lines = c.file.getvalue().splitlines()
+    assert len(lines) == 5 and all(len(l) <= 100 for l in lines)
+    assert re.match(r"09:00:05 acme/t +~ message\.delta +m9 ▸ The rollback of v841 fixed it\. Next: watch", lines[2])
+    assert lines[2].endswith("…") and "\x1b" not in c.file.getvalue()
+    assert "message.completed" in lines[3] and "⚠ 3 events of acme/t" in lines[4]
+    assert " – events.dropped" in lines[4]
 
 
 def _copy(tmp_path):

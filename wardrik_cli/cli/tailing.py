@@ -13,6 +13,11 @@ Contract kept here:
   after CMD exits 0. On failure the listener restarts from the last saved cursor after a
   backoff (0.5 s doubling to 30 s): at-least-once, so CMD should drop a repeat by the
   event's id. Without ``-f`` it gives up after ``EXEC_RETRIES`` failures in a row (exit 1).
+- ``tail -f`` of a pattern that matches no log yet says so once on stderr (``note: waiting
+  for ...``, with the closest existing ids for a literal one, as ``tail`` without -f names
+  them in its error) and follows on: the log is shown once it is written.
+- Pretty output is ``render.streams.FollowPrinter`` (fixed columns, one line per streamed
+  message); warnings go through it so they never land inside its region on a terminal.
 """
 from __future__ import annotations
 
@@ -117,19 +122,47 @@ class CursorSaver:
             self.dirty = False
 
 
-def _printer(fmt: Format, inv: Invocation) -> Callable[[Item], None]:
-    if fmt == Format.pretty:
-        from wardrik_cli.cli.render.events import FollowPrinter
+def _pretty(inv: Invocation, logs_fn: Callable[[], list[Log]]) -> Any:
+    from wardrik_cli.cli.render.streams import FollowPrinter
 
-        printer = FollowPrinter()
-        inv.cleanups.append(printer.close)
-        return printer
+    printer = FollowPrinter([lg.name for lg in logs_fn()], warn=inv.warn)  # the ids matched now size the log column
+    inv.cleanups.append(printer.close)
+    return printer
+
+
+def _jsonl(inv: Invocation) -> Callable[[Item], None]:
     out = inv.stdout
 
     def write(item: Item) -> None:
         out.write(item.raw + b"\n")
         out.flush()
     return write
+
+
+def close_log_ids(root: Root, log_id: str) -> list[str]:
+    """Existing log ids close to ``log_id`` (a typo's likely meaning), closest first; the same
+    rule as the error of ``read.reader.resolve_logs``."""
+    import difflib
+
+    return difflib.get_close_matches(log_id, list(root.iter_log_ids()), n=3, cutoff=0.8)
+
+
+def note_waiting(root: Root, patterns: Sequence[str], note: Callable[[str], None]) -> None:
+    """One ``note:`` per pattern that matches no log yet (tail -f waits for it; tail without -f
+    refuses a literal one), so a typo is not a silent wait."""
+    from wardrik_cli.protocol.names import has_wildcards
+
+    for p in patterns:
+        if root.match([p]):
+            continue
+        if has_wildcards(p):
+            note(f"waiting for a log matching {p}; none exists yet")
+        elif root.is_folder(p):
+            note(f"waiting for a log under {p}; none exists yet")
+        else:
+            close = close_log_ids(root, p)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            note(f"waiting for {p}, which does not exist yet{hint}")
 
 
 def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | None, n: int, follow: bool,
@@ -153,10 +186,15 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
     if follow:
         inv.following = True
         stopper.install()
-    kw: dict[str, Any] = dict(n=n, follow=follow, filters=filters, deployment=deployment, on_corrupt=on_corrupt,
-                              live=live, warn=inv.warn, poll_s=inv.settings.poll_s,
-                              watch_step_ms=inv.settings.watch_step_ms)
+    printer: Any = None
     try:
+        if follow and live and not isinstance(live, bool):  # agents' logs, by pattern (not the audit log)
+            note_waiting(root, live, inv.note)
+        if shown == Format.pretty and exec_cmd is None:
+            printer = _pretty(inv, logs_fn)
+        kw: dict[str, Any] = dict(n=n, follow=follow, filters=filters, deployment=deployment, on_corrupt=on_corrupt,
+                                  live=live, warn=printer.warn if printer is not None else inv.warn,
+                                  poll_s=inv.settings.poll_s, watch_step_ms=inv.settings.watch_step_ms)
         if exec_cmd is not None:
             _run_exec(root, logs_fn, after, kw, exec_cmd, saver, stopper, inv)
             return
@@ -169,7 +207,7 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             if shown == Format.jsonl and not follow and cursor_file is None:
                 write_lines(it.raw for it in f)  # nothing waits on each line: written in blocks
                 return
-            show = _printer(shown, inv)
+            show = printer if printer is not None else _jsonl(inv)
             for item in f:
                 with stopper:
                     show(item)
@@ -189,6 +227,8 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
         try:
             saver.finish()
         finally:
+            if printer is not None:
+                printer.close()  # no write from its ticker after this (an error may be printed next)
             stopper.uninstall()
 
 

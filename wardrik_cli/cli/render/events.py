@@ -7,15 +7,20 @@ What it keeps, for every command alike:
 - One event is one line, ``TIME  LOG  SEQ  TYPE  SUMMARY``: the time of day (a day line is
   printed first and whenever the day changes), the log id, the sequence (``~`` for a live
   event, ``–`` for a dropped notice), the short type in its family's colour (``STYLES``) and
-  ``summary.summarize``. Time, log, sequence and type are never cut; the summary takes what
-  is left of the terminal's width and is cut with an ellipsis.
+  ``summary.summarize``. The summary takes what is left of the terminal's width and is cut
+  with an ellipsis.
+- Column widths: ``page``/``append`` measure their first rows, so time, log, sequence and type
+  are never cut. ``tail`` (``fixed``) keeps them fixed from its start so rows never reflow:
+  the log column is as wide as the widest id matched then (at least ``LOG_MIN``, at most a
+  quarter of the screen, ``LOG_CAP``); a longer id is cut in its middle with an ellipsis, its
+  end kept (``fit_log``); the sequence is right-aligned in ``SEQ_WIDTH``.
+- Each log id has its own colour (``log_style``): a hash of the id into ``LOG_COLOURS``, so the
+  same log has the same colour in every run, as stern does for pods.
 - Times are UTC unless ``--local`` (``set_display(local=True)``); ``-v/--verbose`` adds each
   event's data under its line as highlighted JSON.
 - Colour only on a terminal: ``--color auto`` (the default) lets Rich decide, and Rich
   honours ``NO_COLOR``; ``always`` forces colour (``NO_COLOR`` too), ``never`` turns it off.
-- ``tail -f``: live ``message.delta``/``reasoning.delta`` text is streamed, as it arrives,
-  on indented lines under the event line before it (wrapped at the terminal's width), and
-  ``events.dropped`` stands out in red.
+- ``tail``'s screen (streamed text, one line per message) is ``render.streams``.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.protocol.catalogue import short_name
 from wardrik_cli.cli.render.console import clock, console, day_of, display, short_time, tz_label
-from wardrik_cli.cli.render.summary import delta_key, delta_text, family, is_live, summarize
+from wardrik_cli.cli.render.summary import family, is_live, summarize
 
 if TYPE_CHECKING:
     from rich.pretty import Pretty
@@ -38,6 +43,12 @@ STYLES = {
     "reasoning": "cyan", "agent": "bright_white", "events": "bold white on red",
 }
 TYPE_WIDTH = 19  # the longest kept type, tool_call.completed / reasoning.completed
+SEQ_WIDTH = 6  # tail's sequence column: up to 999999 without moving (a longer one widens it from then on)
+LOG_MIN, LOG_CAP = 12, 32  # tail's log column: at least, and at most (never over a quarter of the width)
+# Per-log colours: readable on dark and light backgrounds; no red (errors, dropped events) and
+# no plain blue (too dark on black).
+LOG_COLOURS = ("cyan", "green", "yellow", "magenta", "bright_blue", "bright_cyan", "bright_green", "bright_yellow",
+               "bright_magenta")
 
 
 # ---------------------------------------------------------------------------
@@ -45,6 +56,30 @@ TYPE_WIDTH = 19  # the longest kept type, tool_call.completed / reasoning.comple
 # ---------------------------------------------------------------------------
 def event_style(event: dict[str, Any]) -> str:
     return STYLES.get(family(str(event.get("type", ""))), "white")
+
+
+def log_style(log_id: str) -> str:
+    """The colour of a log id: the same in every run and process (crc32, not the salted hash())."""
+    import zlib
+
+    return LOG_COLOURS[zlib.crc32(str(log_id).encode("utf-8", "surrogatepass")) % len(LOG_COLOURS)]
+
+
+def fit_log(log_id: str, width: int) -> str:
+    """``log_id`` padded to ``width``, or cut in its middle with an ellipsis, its end kept (the
+    last segment tells logs of one folder apart)."""
+    if len(log_id) <= width:
+        return f"{log_id:<{width}}"
+    if width < 2:
+        return "…"[:width]
+    end = (width - 1) - (width - 1) // 3
+    return log_id[: width - 1 - end] + "…" + log_id[-end:]
+
+
+def log_width(log_ids: Iterable[str], screen_width: int) -> int:
+    """tail's fixed log column: the widest id matched at the start, within [LOG_MIN, cap]."""
+    cap = max(LOG_MIN, min(LOG_CAP, screen_width // 4))
+    return min(cap, max([LOG_MIN, *(len(i) for i in log_ids)]))
 
 
 def log_of(event: dict[str, Any]) -> str:
@@ -58,13 +93,16 @@ class EventLines:
     """Prints events as aligned one-line rows; the same layout for page, tail, append, audit.
 
     Column widths grow to the widest value seen (``page`` measures its first rows before
-    printing), so time, log, sequence and type are never cut; the summary is.
+    printing), so time, log, sequence and type are never cut; the summary is. ``fixed``
+    (``tail``): the widths given stay, so rows never reflow; a longer log id is cut
+    (``fit_log``), a longer sequence widens its column from then on.
     """
 
     def __init__(self, c: Any = None, *, header: bool = False, log_width: int = 0, seq_width: int = 1,
-                 type_width: int = 4) -> None:
+                 type_width: int = 4, fixed: bool = False) -> None:
         self.c = c if c is not None else console()
         self.header = header
+        self.fixed = fixed
         self.log_w, self.seq_w, self.type_w = log_width, seq_width, type_width
         self.day: str | None = None
         self.count = 0
@@ -106,14 +144,19 @@ class EventLines:
         from rich.text import Text
 
         ev = item.event
-        self.measure(item)
+        log = str(item.log)
+        if self.fixed:
+            self.seq_w = max(self.seq_w, len(_seq_text(ev)))
+        else:
+            self.measure(item)
         typ = short_name(str(ev.get("type", "")))
         fam = family(typ)
         live = is_live(ev)
         t = Text()
-        t.append(short_time(ev.get("time")) if self.wide else clock(ev.get("time")), style="dim")
+        t.append(f"{short_time(ev.get('time')):<19}" if self.wide else f"{clock(ev.get('time')):<8}", style="dim")
         t.append(" ")
-        t.append(f"{str(item.log):<{self.log_w}}", style="dim" if live else "bold")
+        shown = fit_log(log, self.log_w) if self.fixed else f"{log:<{self.log_w}}"
+        t.append(shown, style=("dim " if live else "bold ") + log_style(log))
         t.append(f" {_seq_text(ev):>{self.seq_w}} ", style="dim")
         t.append(typ, style=("dim " if live and fam != "activity" else "") + STYLES.get(fam, "white"))
         t.append(" " * (self.type_w - len(typ)) + "  ")
@@ -208,79 +251,3 @@ class _Item:
 def print_appended(events: list[dict[str, Any]]) -> None:
     """``append`` and ``audit record`` in pretty: the stored events as rows."""
     print_events([_Item(log_of(e), e) for e in events], header=False)
-
-
-# ---------------------------------------------------------------------------
-# tail
-# ---------------------------------------------------------------------------
-class FollowPrinter:
-    """``tail`` in pretty: one row per event, live text streamed under its message.
-
-    A ``message.delta``/``reasoning.delta`` does not get a row: its text is written as it
-    arrives, on indented lines under the row before it, wrapped at the terminal's width;
-    deltas of the same message continue the same text. Any other event ends the stream.
-    ``events.dropped`` stands out in red. Every print is flushed at once.
-    """
-
-    INDENT = 9
-
-    def __init__(self) -> None:
-        self.c = console()
-        self.lines = EventLines(self.c, type_width=TYPE_WIDTH, seq_width=2, log_width=12)
-        self.stream: tuple[str, Any, str] | None = None  # (log, message id, type) of the open text stream
-        self.col = 0
-
-    def __call__(self, item: Any) -> None:
-        ev = item.event
-        typ = short_name(str(ev.get("type", "")))
-        if typ in ("message.delta", "reasoning.delta") and not ev.get("sequence"):
-            self._delta(item, typ)
-        else:
-            self.close()
-            self.lines.print(item)
-        self.c.file.flush()
-
-    def _delta(self, item: Any, typ: str) -> None:
-        from rich.cells import cell_len
-        from rich.text import Text
-
-        key = (item.log, delta_key(item.event), typ)
-        style = "cyan" if typ == "message.delta" else "italic magenta"
-        width = max(self.c.width, self.INDENT + 10)
-        if self.stream != key:
-            self.close()
-            head = Text(" " * self.INDENT)
-            label = f"{key[1]} " if key[1] is not None else ""
-            head.append(f"{label}{'▸' if typ == 'message.delta' else '…'} ", style="dim")
-            self.c.print(head, end="", soft_wrap=True)
-            self.col = cell_len(head.plain)
-            self.stream = key
-        text = delta_text(item.event)
-        out = Text()
-        for ch in text:
-            if ch == "\n":
-                out.append("\n" + " " * self.INDENT)
-                self.col = self.INDENT
-                continue
-            if ch == "\t" or ch < " ":
-                ch = " "
-            w = cell_len(ch)
-            if self.col + w > width:
-                out.append("\n" + " " * self.INDENT)
-                self.col = self.INDENT
-                if ch == " ":
-                    continue
-            out.append(ch, style=style)
-            self.col += w
-        self.c.print(out, end="", soft_wrap=True)
-
-    def close(self) -> None:
-        """End an open text stream with a newline (before another row, or at exit)."""
-        if self.stream is not None:
-            self.stream = None
-            self.col = 0
-            try:
-                self.c.print()
-                self.c.file.flush()
-            except (OSError, ValueError):
-                pass
