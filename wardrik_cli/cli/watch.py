@@ -96,10 +96,12 @@ def activity(
 ) -> None:
     """Show what each matched agent is doing now, for how long, and how many messages wait.
 
-    doing: the tool calls running, else the last model call or wait on a person the run
-    started; empty once the run ends. pending: messages received and not yet taken by a
-    run. --watch keeps a live table that changes as the logs do (Ctrl-C ends it, exit 0);
-    on a pipe it prints a JSON line at each change.
+    doing: the tool calls running, else the model call or wait on a person the run started
+    last, while it has not ended; empty once the run ends. pending: messages received and
+    not yet taken by a run. The table also shows the open run when nothing else is open, and
+    how the last run ended (completed, failed, abandoned) and when. --watch keeps a live
+    table that changes as the logs do, its columns fixed for the session (Ctrl-C ends it,
+    exit 0); on a pipe it prints a JSON line at each change.
 
     Examples:
 
@@ -107,7 +109,7 @@ def activity(
 
       wardrik activity 'acme/*' --watch
     """
-    from wardrik_cli.folding.activity import activities
+    from wardrik_cli.folding.activity import activities, details
     from wardrik_cli.read.reader import resolve_logs
 
     inv = current()
@@ -117,19 +119,20 @@ def activity(
     if watch:
         _watch(inv, patterns, shown, corrupt)
         return
-    acts = activities(resolve_logs(inv.root, patterns), corrupt)
+    logs = resolve_logs(inv.root, patterns)
 
     def pretty() -> None:
         from wardrik_cli.cli.render.fold import print_activities
 
-        print_activities(acts)
+        print_activities(details(logs, corrupt))  # the table adds the open run and the last run's end
 
+    acts = None if shown == Format.pretty else activities(logs, corrupt)
     emit(shown, pretty=pretty, jsonl=[acts], json=acts)
 
 
 def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt) -> None:
     """Redraw at each change of a matched log; Ctrl-C, SIGTERM or a closed stdout end it (exit 0)."""
-    from wardrik_cli.folding.activity import activities
+    from wardrik_cli.folding.activity import activities, details
     from wardrik_cli.follow.wakeup import HANGUP, Wakeups
     from wardrik_cli.protocol.names import has_wildcards
     from wardrik_cli.read.reader import resolve_logs
@@ -147,10 +150,14 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
 
         inv.cleanups.append(_restore)
 
+    # The table shows the open run and the last run's end beside the contract's three keys;
+    # a JSON line carries only those three, as `activity -F json` does.
+    fold_all = details if fmt == Format.pretty else activities
+
     def snapshot() -> dict[str, Any]:
         # Literal names may not exist yet while watching: keep only what exists.
         pats = [p for p in patterns if has_wildcards(p) or root.log_path(p).is_file() or root.is_folder(p)]
-        return activities(resolve_logs(root, pats), corrupt) if pats else {}
+        return fold_all(resolve_logs(root, pats), corrupt) if pats else {}
 
     wakeups = Wakeups(str(root.path.resolve()), step_ms=inv.settings.watch_step_ms, hangup_fd=inv.stdout_fd(),
                       warn=inv.warn)

@@ -2,42 +2,56 @@
 
 Contract kept here (CONTRACT.md, ``activity``):
 - ``doing``: the stored ``tool_call.started`` event of every tool call running, oldest first;
-  with none running, the last thing the agent started in the current run (``message.started``:
-  a model call; ``input.requested``: a wait on a person), whether or not it has completed
-  since (the contract's words: "the last thing the agent started"); empty before any such
-  event in the run and once the run ends (``run.completed`` / ``run.failed``).
+  with none running, the last thing the agent started in the current run that has not ended
+  (``message.started``: a model call, ended by the ``message.completed`` with its message id;
+  ``input.requested``: a wait on a person, ended by the ``input.received`` with its request
+  id); empty when nothing is open and once the run ends (``run.completed`` / ``run.failed``).
+  A model call that has returned is not something the agent is doing: showing it (with a
+  "for" counting from its start) is what issue 13 reported.
   ``since``: the time of the first thing in ``doing`` (null when empty). ``pending``: messages
   received and not yet taken by a ``run.started`` (its ``data.run.message_ids``).
+- ``details`` adds, for a person's table only (the json keeps the contract's three keys), the
+  open run (so a run just started shows as the run, not idle) and how the last run ended.
 - It is the ``activity`` view folded from its checkpoint, so on a writable root its cost is
   the suffix since the last fold, not the log (a read-only root folds from the start).
 - ``ActivityTracker`` is how a follower (``tail -f`` wanting live events) tells its reader
   what the agent is doing: after each read of new events it reads only those (the view skips
   the types it does not read) and makes the live ``wardrik.activity.changed`` line (no
-  sequence, data = the new activity) when the activity changed. An appender never folds a
-  log for this: the follower does, once, then keeps up.
+  sequence, data = the new activity, the contract's three keys) when the activity changed.
+  An appender never folds a log for this: the follower does, once, then keeps up.
 """
 from __future__ import annotations
 
-
 from typing import Any
-
 
 from wardrik_cli.folding import checkpoint
 from wardrik_cli.folding.engine import OnCorrupt, Target, fold_target, Scan
 from wardrik_cli.store.log import Log, decode_event
-from wardrik_cli.folding.views import ActivityView, activity_of
+from wardrik_cli.folding.views import ActivityView, activity_detail, activity_of
 
 VIEW = "activity"
 
 
+def state(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
+    """The activity view's state of one log (folded from its checkpoint, which it saves)."""
+    res = fold_target(Target(log.name, log, True), ActivityView(), VIEW, on_corrupt=on_corrupt)
+    st: dict[str, Any] = res.state
+    return st
+
+
 def activity(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
     """``{"doing", "since", "pending"}`` of one log."""
-    res = fold_target(Target(log.name, log, True), ActivityView(), VIEW, on_corrupt=on_corrupt)
-    return activity_of(res.state)
+    return activity_of(state(log, on_corrupt))
 
 
 def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:
     return {log.name: activity(log, on_corrupt) for log in logs}
+
+
+def details(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:
+    """Per log, ``activity`` plus ``run`` (the open run) and ``last_run`` (how the last one
+    ended): what the pretty table shows."""
+    return {log.name: activity_detail(state(log, on_corrupt)) for log in logs}
 
 
 class ActivityTracker:

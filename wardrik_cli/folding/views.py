@@ -288,25 +288,38 @@ class TimelineView:
 # activity
 # ---------------------------------------------------------------------------
 class ActivityView:
-    """What an agent is doing now: running tool calls, else the last thing it started.
+    """What an agent is doing now: running tool calls, else the last thing it started that
+    has not ended; the open run; how the last run ended.
 
-    State: ``tools`` (the stored tool_call.started events still running, oldest first),
-    ``last`` (the last message.started / input.requested of the current run, whether or not
-    it has completed since: the contract's "the last thing the agent started"; None before
-    any in the run and once the run ends), ``pending`` (ids of messages received and not yet
-    taken by a run.started, in arrival order).
+    State:
+    - ``tools``: the stored tool_call.started events still running, oldest first; a
+      ``tool_call.completed``/``failed`` ends the one with its ``tool.call.id``.
+    - ``open``: the stored message.started / input.requested events of the current run not
+      ended yet, oldest first; ``message.completed`` ends the model call with its
+      ``message.id``, ``input.received`` the wait with its ``request.id`` (matched by id, so a
+      completion of another call ends nothing). At most ``MAX_OPEN`` are kept (the oldest go),
+      so a log that never ends its calls keeps a bounded state.
+    - ``run``: the open run (``id``: data.run.id, else its trace id; ``task``, cut at
+      ``TASK_CHARS``; ``time``; ``seq``), None outside a run.
+    - ``ended``: how the last run ended (``status`` completed, failed, or abandoned when a
+      run.started came while it was open; ``time``; ``run``), None before any.
+    - ``pending``: ids of messages received and not yet taken by a run.started, in order.
     """
 
     name = "activity"
-    version = "activity/2"  # /1 cleared a model call or wait when it completed
+    # /1 cleared a model call or wait when it completed; /2 kept it (and kept no run);
+    # /3 ends calls by id and keeps the open run and the last run's end.
+    version = "activity/3"
+    MAX_OPEN = 32
+    TASK_CHARS = 200
     types = frozenset({
         P + "run.started", P + "run.completed", P + "run.failed", P + "message.received",
-        P + "message.started", P + "tool_call.started", P + "tool_call.completed", P + "tool_call.failed",
-        P + "input.requested",
+        P + "message.started", P + "message.completed", P + "tool_call.started", P + "tool_call.completed",
+        P + "tool_call.failed", P + "input.requested", P + "input.received",
     })
 
     def initial(self) -> dict[str, Any]:
-        return {"tools": [], "last": None, "pending": []}
+        return {"tools": [], "open": [], "run": None, "ended": None, "pending": []}
 
     def apply(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
         t = e.get("type")
@@ -317,7 +330,13 @@ class ActivityView:
             cid = _g(d, "tool", "call", "id")
             s["tools"] = [x for x in s["tools"] if _g(x, "data", "tool", "call", "id") != cid]
         elif t == P + "message.started" or t == P + "input.requested":
-            s["last"] = e  # stays after its message.completed / input.received: still the last started
+            s["open"].append(e)
+            if len(s["open"]) > self.MAX_OPEN:
+                del s["open"][0]
+        elif t == P + "message.completed":
+            s["open"] = _without(s["open"], P + "message.started", ("message", "id"), _g(d, "message", "id"))
+        elif t == P + "input.received":
+            s["open"] = _without(s["open"], P + "input.requested", ("request", "id"), _g(d, "request", "id"))
         elif t == P + "message.received":
             mid = _g(d, "message", "id")
             if mid is not None and mid not in s["pending"]:
@@ -327,18 +346,64 @@ class ActivityView:
             if isinstance(taken, list) and taken:
                 gone = set(x for x in taken if isinstance(x, str))
                 s["pending"] = [m for m in s["pending"] if m not in gone]
-            s["tools"], s["last"] = [], None  # a new run: whatever the last one left open is over
+            if s["run"] is not None:  # a new run began without the last one ending
+                s["ended"] = {"status": "abandoned", "time": e.get("time"), "run": s["run"]["id"]}
+            s["tools"], s["open"] = [], []  # a new run: whatever the last one left open is over
+            s["run"] = {"id": _run_id(e), "task": _task(d.get("task"), self.TASK_CHARS), "time": e.get("time"),
+                        "seq": _seq_of(e)}
         elif t == P + "run.completed" or t == P + "run.failed":
-            s["tools"], s["last"] = [], None
+            run = s["run"]
+            s["ended"] = {"status": "completed" if t == P + "run.completed" else "failed", "time": e.get("time"),
+                          "run": run["id"] if run is not None else _run_id(e)}
+            s["tools"], s["open"], s["run"] = [], [], None
         return s
 
 
+def _without(events: list[dict[str, Any]], etype: str, path: tuple[str, ...], ident: Any) -> list[dict[str, Any]]:
+    """``events`` less the ones of type ``etype`` whose data at ``path`` is ``ident`` (a new list)."""
+    return [x for x in events if not (x.get("type") == etype and _g(x.get("data"), *path) == ident)]
+
+
+def _run_id(e: dict[str, Any]) -> str | None:
+    """A run's id: data.run.id, else the trace id its events share (the contract makes them one)."""
+    from wardrik_cli.protocol.envelope import trace_id_of
+
+    rid = _g(_data_of(e), "run", "id")
+    return rid if isinstance(rid, str) else trace_id_of(e)
+
+
+def _task(task: Any, limit: int) -> str | None:
+    """A run's task as text, cut at ``limit`` characters (the whole stays in the event)."""
+    if task is None:
+        return None
+    text: str
+    if isinstance(task, str):
+        text = task
+    else:
+        try:
+            text = json.dumps(task, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
 
 def activity_of(state: dict[str, Any]) -> dict[str, Any]:
-    """The contract's ``{"doing", "since", "pending"}`` from an activity view's state."""
-    doing = list(state["tools"]) if state["tools"] else ([state["last"]] if state["last"] is not None else [])
+    """The contract's ``{"doing", "since", "pending"}`` from an activity view's state: the
+    tool calls running, else the last model call or wait started and not ended."""
+    doing = list(state["tools"]) if state["tools"] else state["open"][-1:]
     since = doing[0].get("time") if doing else None
     return {"doing": doing, "since": since, "pending": len(state["pending"])}
+
+
+def activity_detail(state: dict[str, Any]) -> dict[str, Any]:
+    """``activity_of`` plus what a person's table shows beside it (never in the json, whose
+    keys the contract fixes): ``run`` (the open run, or None) and ``last_run`` (how the last
+    run ended, or None)."""
+    out = activity_of(state)
+    run, ended = state.get("run"), state.get("ended")
+    out["run"] = dict(run) if isinstance(run, dict) else None
+    out["last_run"] = dict(ended) if isinstance(ended, dict) else None
+    return out
 
 
 BUILTIN = {"state": StateView, "timeline": TimelineView, "activity": ActivityView}

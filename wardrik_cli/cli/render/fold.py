@@ -4,8 +4,11 @@ The state view is a key/value panel (values cut at the terminal's width, as seed
 printout cuts them), the timeline a tree of runs and what happened inside each (model calls,
 tool calls, waits on a person, with durations; a failed run or tool call with its error text,
 ``— error: ...``), activity a table with one row per agent
-(what it is doing, for how long, since when, how many messages wait). Colours and times
-follow ``render`` (the event families' colours, UTC unless ``--local``).
+(what it is doing, or the open run when nothing else is open; for how long and since when,
+from the event that began it; how the last run ended and when; how many messages wait).
+Under ``activity --watch`` the table's columns are placed once for the session
+(``ActivityLayout``: widths grow, never shrink), so a redraw never moves them. Colours and
+times follow ``render`` (the event families' colours, UTC unless ``--local``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from wardrik_cli.cli.render.console import ago, clock, console, day_of, duration
 from wardrik_cli.cli.render.events import STYLES
 from wardrik_cli.cli.render.summary import doing_text, one_line
 from wardrik_cli.folding.views import BUILTIN_TYPES as BUILTIN
-from wardrik_cli.folding.views import ViewFailed, activity_of
+from wardrik_cli.folding.views import ViewFailed, activity_detail
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -111,10 +114,6 @@ def timeline_tree(s: dict[str, Any]) -> Any:
     return tree
 
 
-def _doing_text(doing: list[Any]) -> str:
-    return doing_text(doing) or "idle"
-
-
 def activity_panel(act: dict[str, Any]) -> Any:
     return activity_table({"": act})
 
@@ -125,48 +124,175 @@ def _since(t: str, now: datetime) -> str:
     return clock(t) if day_of(t) == today else short_time(t)[5:16]
 
 
-class _ActivityTable:
-    """A table whose "for" column is computed when it is drawn, so a live display ticks."""
+def _ago_short(t: Any, now: datetime) -> str:
+    """How long ago, in its largest unit only (``12s``, ``3m``, ``5h``, ``4d``): a last-run
+    cell stays short and changes its width only when the unit changes."""
+    ms = _ms_since(t, now)
+    if ms is None:
+        return ""
+    secs = int(ms // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs // size}{unit}"
+    return f"{secs}s"
 
-    def __init__(self, acts: dict[str, dict[str, Any]], title: str | None) -> None:
+
+def _ms_since(t: Any, now: datetime) -> float | None:
+    try:
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00")) if isinstance(t, str) else None
+    except ValueError:
+        return None
+    if dt is None or dt.tzinfo is None:
+        return None
+    return max((now - dt).total_seconds(), 0.0) * 1000
+
+
+def _run_text(run: dict[str, Any]) -> str:
+    """An open run with nothing else open: ``run 0af76519 · Why is checkout slow?``."""
+    rid = one_line(run.get("id"))[:8]
+    task = one_line(run.get("task"))
+    return f"run {rid}".strip() + (f" · {task}" if task else "")
+
+
+# The activity table's columns, left to right: (name, header, right-aligned, least width).
+# "doing" is first after the log so the eye finds it; "pending" last (a count, ragged right).
+_COLUMNS = (("log", "log", False, 3), ("doing", "doing", False, 0), ("for", "for", True, 7),
+            ("since", "since", False, 11), ("last", "last run", False, 17), ("pending", "pending", True, 7))
+DOING_MIN = 20     # optional columns go before the doing column is cut below this
+DOING_MAX = 72     # nor made wider than this in a watch (the rest of a wide terminal stays free)
+SINCE_DOING = 40   # "since" (the clock time "for" already implies) shows only if doing keeps this much
+GAP = 2            # spaces between columns
+
+
+class ActivityLayout:
+    """The activity table's column widths, kept for a session (``activity --watch``).
+
+    Widths only grow, never shrink, so a redraw moves no column: "for", "since" and "last
+    run" start wide enough for ``59m 59s``, ``11-29 22:10`` and ``completed 59m ago``; "log"
+    is as wide as the logs matched at the start (a longer log matched later widens it once);
+    "log" is cut at a third of the terminal; "doing" takes the rest of the terminal up to
+    ``DOING_MAX`` (cut with an ellipsis). When the terminal is too narrow, "since" goes first
+    (while doing would get less than ``SINCE_DOING``), then "last run" (while less than
+    ``DOING_MIN``). A new layout is worked out when the terminal's width changes. A one-off
+    table (``fit=True``) sizes every column to its cells.
+    """
+
+    def __init__(self, fit: bool = False) -> None:
+        self.fit = fit
+        # A one-off table fits its cells; a session starts at the least widths, then grows.
+        self.widths: dict[str, int] = {name: len(head) if fit else max(least, len(head))
+                                       for name, head, _r, least in _COLUMNS}
+        self.width_of_terminal: int | None = None
+        self.shown: tuple[str, ...] = ()
+        self.doing = 0
+
+    def place(self, cells: list[dict[str, Any]], max_width: int) -> list[tuple[str, str, bool, int]]:
+        """(name, header, right-aligned, width) of each column shown, for these rows."""
+        grown = False
+        for name, _head, _right, _least in _COLUMNS:
+            if name == "doing":
+                continue
+            widest = max((c[name].cell_len for c in cells), default=0)
+            if name == "log":
+                widest = min(widest, max(12, max_width // 3))  # a long log id is cut, not doing
+            if widest > self.widths[name]:
+                self.widths[name], grown = widest, True
+        widest_doing = max((c["doing"].cell_len for c in cells), default=0)
+        if self.fit:
+            grown = grown or widest_doing > self.widths["doing"]
+            self.widths["doing"] = max(self.widths["doing"], widest_doing)
+        if grown or max_width != self.width_of_terminal or not self.shown:
+            self._lay_out(max_width)
+        return [(n, h, r, self.doing if n == "doing" else self.widths[n]) for n, h, r, _l in _COLUMNS
+                if n in self.shown]
+
+    def _lay_out(self, max_width: int) -> None:
+        self.width_of_terminal = max_width
+        cap = self.widths["doing"] if self.fit else DOING_MAX
+        shown = [n for n, _h, _r, _l in _COLUMNS]
+        for optional, keep in (("since", SINCE_DOING), ("last", DOING_MIN)):
+            if self._room(shown, max_width) < min(keep, cap):
+                shown.remove(optional)
+        self.shown = tuple(shown)
+        # On a terminal too narrow for even DOING_MIN, doing takes what is left (the table
+        # still fits); below a few cells the console crops the line.
+        self.doing = max(min(cap, 5), min(cap, self._room(shown, max_width)))
+
+    def _room(self, shown: list[str], max_width: int) -> int:
+        """What is left for doing once the other shown columns and the gaps are placed."""
+        return max_width - sum(self.widths[n] for n in shown if n != "doing") - GAP * (len(shown) - 1)
+
+
+def _cells(log: str, a: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """One row's cells: what it does (a tool call, a model call, a wait; else the open run;
+    else idle), since when and for how long, how the last run ended, what waits."""
+    from rich.text import Text
+
+    doing = a.get("doing") or []
+    run = a.get("run") if isinstance(a.get("run"), dict) else None
+    tools = any(str(e.get("type", "")).endswith("tool_call.started") for e in doing if isinstance(e, dict))
+    if doing:
+        what = Text(doing_text(doing) or "idle", style=STYLES["tool_call"] if tools else STYLES["message"])
+        began = a.get("since")
+    elif run is not None:
+        what, began = Text(_run_text(run), style=STYLES["run"]), run.get("time")
+    else:
+        what, began = Text("idle", style="dim"), None
+    last = a.get("last_run") if isinstance(a.get("last_run"), dict) else None
+    if last is not None:
+        status = str(last.get("status"))
+        when = _ago_short(last.get("time"), now)
+        outcome = Text(f"{status} {when} ago" if when else status, style=_STATUS.get(status, ""))
+    else:
+        outcome = Text("–", style="dim")
+    pending = int(a.get("pending") or 0)
+    return {"log": Text(str(log), style="bold"), "doing": what,
+            "for": Text(ago(began, now)) if began else Text("–", style="dim"),
+            "since": Text(_since(began, now) if began else "–", style="dim"), "last": outcome,
+            "pending": Text(str(pending), style="bold yellow" if pending else "dim")}
+
+
+def _line(cells: list[Any], columns: list[tuple[str, str, bool, int]]) -> Any:
+    """One table line: each cell cut (with an ellipsis) or padded to its column's width."""
+    from rich.text import Text
+
+    out = Text(no_wrap=True, overflow="ellipsis", end="\n")
+    for i, (cell, (_n, _h, right, width)) in enumerate(zip(cells, columns, strict=True)):
+        c = cell.copy()
+        c.truncate(width, overflow="ellipsis")
+        c.align("right" if right else "left", width)
+        if i:
+            out.append(" " * GAP)
+        out.append_text(c)
+    out.rstrip()
+    return out
+
+
+class _ActivityTable:
+    """A table whose "for" column is computed when it is drawn, so a live display ticks; its
+    columns are placed by an ``ActivityLayout`` (a watch keeps one for the session)."""
+
+    def __init__(self, acts: dict[str, dict[str, Any]], title: str | None,
+                 layout: ActivityLayout | None = None) -> None:
         self.acts, self.title = acts, title
+        self.layout = layout if layout is not None else ActivityLayout(fit=True)
 
     def __rich_console__(self, c: Console, options: ConsoleOptions) -> RenderResult:
-        from rich.table import Table
         from rich.text import Text
 
         now = datetime.now(UTC)
-        rows = []
-        for log, a in self.acts.items():
-            doing = a.get("doing") or []
-            busy = bool(doing)
-            tools = any(str(e.get("type", "")).endswith("tool_call.started") for e in doing if isinstance(e, dict))
-            style = STYLES["tool_call"] if tools else STYLES["message"] if busy else "dim"
-            pending = int(a.get("pending") or 0)
-            rows.append((Text(str(log), style="bold"), Text(_doing_text(doing), style=style),
-                         Text(ago(a["since"], now)) if a.get("since") else Text("–", style="dim"),
-                         Text(_since(a["since"], now) if a.get("since") else "–", style="dim"),
-                         Text(str(pending), style="bold yellow" if pending else "dim")))
-        table = Table(title=self.title, box=None, header_style="bold", pad_edge=False, padding=(0, 1),
-                      title_justify="left")
-        # Every column but "doing" is as wide as its widest cell: only "doing" is ever cut.
-        heads = ("log", "doing", "for", "since", "pending")
-        widths = [max([len(h)] + [r[i].cell_len for r in rows]) for i, h in enumerate(heads)]
-        rest = options.max_width - (sum(widths) - widths[1]) - 2 * (len(heads) - 1)
-        for i, head in enumerate(heads):
-            width = widths[i]
-            if head == "doing":
-                table.add_column(head, overflow="ellipsis", no_wrap=True, width=max(5, min(width, rest)))
-            else:
-                table.add_column(head, no_wrap=True, min_width=width,
-                                 justify="right" if head in ("for", "pending") else "left")
+        rows = [_cells(log, a, now) for log, a in self.acts.items()]
+        columns = self.layout.place(rows, options.max_width)
+        if self.title:
+            yield Text(self.title)
+        yield _line([Text(head, style="bold") for _n, head, _r, _w in columns], columns)
         for r in rows:
-            table.add_row(*r)
-        yield table
+            yield _line([r[name] for name, _h, _r, _w in columns], columns)
 
 
-def activity_table(acts: dict[str, dict[str, Any]], title: str | None = None) -> Any:
-    return _ActivityTable(acts, title)
+def activity_table(acts: dict[str, dict[str, Any]], title: str | None = None,
+                   layout: ActivityLayout | None = None) -> Any:
+    return _ActivityTable(acts, title, layout)
 
 
 class _Title:
@@ -174,15 +300,13 @@ class _Title:
         return f"activity at {clock(datetime.now(UTC).isoformat())} {tz_label()}  (Ctrl-C quits)"
 
 
-def watch_table(acts: dict[str, dict[str, Any]]) -> Any:
-    """``activity --watch``: the table under a title with the time it was drawn."""
-    return _WatchTable(acts)
+def watch_table(acts: dict[str, dict[str, Any]], layout: ActivityLayout | None = None) -> Any:
+    """``activity --watch``: the table under a title with the time it was drawn; pass the
+    session's ``layout`` so that every redraw keeps the same columns."""
+    return _WatchTable(acts, layout if layout is not None else ActivityLayout())
 
 
 class _WatchTable(_ActivityTable):
-    def __init__(self, acts: dict[str, dict[str, Any]]) -> None:
-        super().__init__(acts, None)
-
     def __rich_console__(self, c: Console, options: ConsoleOptions) -> RenderResult:
         from rich.text import Text
 
@@ -192,9 +316,12 @@ class _WatchTable(_ActivityTable):
             return
         yield from super().__rich_console__(c, options)
 
+    def __init__(self, acts: dict[str, dict[str, Any]], layout: ActivityLayout) -> None:
+        super().__init__(acts, None, layout)
+
 
 BUILTIN_RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "state": state_panel, "timeline": timeline_tree, "activity": lambda s: activity_panel(activity_of(s)),
+    "state": state_panel, "timeline": timeline_tree, "activity": lambda s: activity_panel(activity_detail(s)),
 }
 
 
@@ -202,12 +329,13 @@ def watch_live(snapshot: Callable[[], dict[str, Any]], changes: Iterable[bool]) 
     """``activity --watch`` on a terminal: the table redrawn at each change, and every tick."""
     from rich.live import Live
 
+    layout = ActivityLayout()  # one for the session: a redraw never moves a column
     acts = snapshot()
-    with Live(watch_table(acts), console=console(), auto_refresh=False) as live:
+    with Live(watch_table(acts, layout), console=console(), auto_refresh=False) as live:
         for changed in changes:
             if changed:
                 acts = snapshot()
-                live.update(watch_table(acts))
+                live.update(watch_table(acts, layout))
             live.refresh()  # the "for" column ticks even when nothing changed
 
 
