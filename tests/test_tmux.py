@@ -83,17 +83,16 @@ def test_tail_f_shows_an_event_appended_from_outside(term, sample):
             '{"tool": {"name": "query_metrics", "call": {"id": "t42"}}}', root=sample, check=True)
     s = term.wait_for(r"acme/triage +28 tool_call\.started +query_metrics \(t42\)")
     assert re.search(r"^\d\d\d\d-\d\d-\d\d UTC ─", s, re.M)  # a day line before the new day's event
-    # live text streams under its message, then the message's own row ends it
+    # live text streams on one line labelled with its log and message, growing in place; the
+    # message's kept row ends it and the line goes (two at once: tests/test_tmux_streams.py)
     run_cli("append", "acme/triage", "message.delta", "--data", '{"message": {"id": "m7"}, "delta": "Rolling "}',
             root=sample, check=True)
     run_cli("append", "acme/triage", "message.delta", "--data", '{"message": {"id": "m7"}, "delta": "back v841."}',
             root=sample, check=True)
-    term.wait_for(r"^ {9}m7 ▸ Rolling back v841\.")
+    term.wait_for(r"^\d\d:\d\d:\d\d acme/triage +~ message\.delta +m7 ▸ Rolling back v841\.$")
     run_cli("append", "acme/triage", "message.completed", "--data", '{"message": {"id": "m7"}}', root=sample, check=True)
-    s = term.wait_for(r"acme/triage +29 message\.completed")
-    lines = s.splitlines()
-    i = next(n for n, l in enumerate(lines) if "m7 ▸ Rolling back v841." in l)
-    assert any("29 message.completed" in l for l in lines[i + 1:])
+    s = term.wait_for(r"acme/triage +29 message\.completed +m7")
+    assert "m7 ▸" not in s
     term.keys("C-c")
     s = term.wait_for(r"rc=\d+")
     assert "rc=0" in s and "Traceback" not in s
