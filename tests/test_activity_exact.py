@@ -117,8 +117,9 @@ def test_a_run_step_by_step_json_and_table(root, cli):
     assert row["doing"] == "model call x3a · m-large" and row["since"] == call["time"][11:19]
 
     _, now = a.step("message.completed", {"message": {"id": "x3a"}})
-    # the bug: "model call x3a 53 s" after the call had completed
-    assert now == {"doing": [], "since": None, "pending": 0}
+    # the json keeps the contract's words ("with none running, the last thing the agent
+    # started"); the table was the bug: "model call x3a 53 s" after the call had completed
+    assert now == {"doing": [call], "since": call["time"], "pending": 0}
     row = pretty_row(cli)
     assert row["doing"] == "run 0af76519 · Why is checkout slow?" and row["since"] == run["time"][11:19]
 
@@ -131,21 +132,24 @@ def test_a_run_step_by_step_json_and_table(root, cli):
     assert now == {"doing": [t2], "since": t2["time"], "pending": 0}
     assert pretty_row(cli)["since"] == t2["time"][11:19]
     _, now = a.step("tool_call.failed", {"tool": {"call": {"id": "t2"}}, "error": {"message": "no"}})
-    assert now == {"doing": [], "since": None, "pending": 0}
+    assert now == {"doing": [call], "since": call["time"], "pending": 0}
     assert pretty_row(cli)["doing"].startswith("run 0af76519")
 
     wait, now = a.step("input.requested", {"request": {"id": "r1"}})
     assert now == {"doing": [wait], "since": wait["time"], "pending": 0}
     assert pretty_row(cli)["doing"] == "waiting on a person · r1"
     _, now = a.step("input.received", {"request": {"id": "r1"}})
-    assert now["doing"] == []
+    assert now["doing"] == [wait]
+    assert pretty_row(cli)["doing"].startswith("run 0af76519")
 
     call2, now = a.step("message.started", {"message": {"id": "x3b"}})
     # a completion is matched to its start by id: another call's end ends nothing
     _, now = a.step("message.completed", {"message": {"id": "zz"}})
     assert now == {"doing": [call2], "since": call2["time"], "pending": 0}
+    assert pretty_row(cli)["doing"] == "model call x3b"
     _, now = a.step("message.completed", {"message": {"id": "x3b"}})
-    assert now["doing"] == []
+    assert now["doing"] == [call2]
+    assert pretty_row(cli)["doing"].startswith("run 0af76519")
 
     _, now = a.step("run.completed", {"answer": "the pool"})
     assert now == {"doing": [], "since": None, "pending": 0}
@@ -173,7 +177,8 @@ def test_a_wait_inside_a_model_call_gives_the_call_back_when_answered(root, cli)
     _, now = a.step("input.received", {"request": {"id": "r9"}})  # another request's answer
     assert now["doing"] == [wait]
     _, now = a.step("input.received", {"request": {"id": "r1"}})
-    assert now == {"doing": [call], "since": call["time"], "pending": 0}
+    assert now == {"doing": [wait], "since": wait["time"], "pending": 0}  # the last thing started
+    assert pretty_row(cli)["doing"] == "model call a1"  # what is open again
 
 
 def test_the_json_keeps_the_contracts_three_keys(root, cli):
@@ -187,8 +192,8 @@ def test_the_json_keeps_the_contracts_three_keys(root, cli):
 
 
 def test_an_old_checkpoint_is_not_misread(root, cli):
-    # activity/2's state had "last" (a model call kept after it completed) and no run: a
-    # checkpoint of it must be discarded, not read as this version's state.
+    # activity/2's state had "last" and no run (and activity/3's no "last"): a checkpoint of
+    # another version must be discarded, not read as this version's state.
     a = Agent(root, cli)
     a.step("run.started", {"run": {"id": TRACE}})
     call, _ = a.step("message.started", {"message": {"id": "a1"}})
@@ -198,7 +203,7 @@ def test_an_old_checkpoint_is_not_misread(root, cli):
     assert doc["version"] == ActivityView.version != "activity/2"
     doc["version"], doc["state"] = "activity/2", {"tools": [], "last": call, "pending": []}
     ck.write_bytes(orjson.dumps(doc))
-    assert act_json(cli) == {"doing": [], "since": None, "pending": 0}
+    assert act_json(cli) == {"doing": [call], "since": call["time"], "pending": 0}
     assert pretty_row(cli)["doing"] == "run 0af76519"
     assert orjson.loads(ck.read_bytes())["version"] == ActivityView.version  # replaced by this version's
 

@@ -299,6 +299,9 @@ class ActivityView:
       ``message.id``, ``input.received`` the wait with its ``request.id`` (matched by id, so a
       completion of another call ends nothing). At most ``MAX_OPEN`` are kept (the oldest go),
       so a log that never ends its calls keeps a bounded state.
+    - ``last``: the last message.started / input.requested of the current run, ended or not:
+      the contract's json ``doing`` when no tool call runs ("the last thing the agent
+      started"), while a person's table shows only what is still ``open``.
     - ``run``: the open run (``id``: data.run.id, else its trace id; ``task``, cut at
       ``TASK_CHARS``; ``time``; ``seq``), None outside a run.
     - ``ended``: how the last run ended (``status`` completed, failed, or abandoned when a
@@ -308,8 +311,9 @@ class ActivityView:
 
     name = "activity"
     # /1 cleared a model call or wait when it completed; /2 kept it (and kept no run);
-    # /3 ends calls by id and keeps the open run and the last run's end.
-    version = "activity/3"
+    # /3 ends calls by id and keeps the open run and the last run's end; /4 keeps the last
+    # call started apart from the open ones (the json's doing, the contract's wording).
+    version = "activity/4"
     MAX_OPEN = 32
     TASK_CHARS = 200
     types = frozenset({
@@ -319,7 +323,7 @@ class ActivityView:
     })
 
     def initial(self) -> dict[str, Any]:
-        return {"tools": [], "open": [], "run": None, "ended": None, "pending": []}
+        return {"tools": [], "open": [], "last": None, "run": None, "ended": None, "pending": []}
 
     def apply(self, s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
         t = e.get("type")
@@ -330,6 +334,7 @@ class ActivityView:
             cid = _g(d, "tool", "call", "id")
             s["tools"] = [x for x in s["tools"] if _g(x, "data", "tool", "call", "id") != cid]
         elif t == P + "message.started" or t == P + "input.requested":
+            s["last"] = e
             s["open"].append(e)
             if len(s["open"]) > self.MAX_OPEN:
                 del s["open"][0]
@@ -348,14 +353,14 @@ class ActivityView:
                 s["pending"] = [m for m in s["pending"] if m not in gone]
             if s["run"] is not None:  # a new run began without the last one ending
                 s["ended"] = {"status": "abandoned", "time": e.get("time"), "run": s["run"]["id"]}
-            s["tools"], s["open"] = [], []  # a new run: whatever the last one left open is over
+            s["tools"], s["open"], s["last"] = [], [], None  # a new run: whatever the last one left is over
             s["run"] = {"id": _run_id(e), "task": _task(d.get("task"), self.TASK_CHARS), "time": e.get("time"),
                         "seq": _seq_of(e)}
         elif t == P + "run.completed" or t == P + "run.failed":
             run = s["run"]
             s["ended"] = {"status": "completed" if t == P + "run.completed" else "failed", "time": e.get("time"),
                           "run": run["id"] if run is not None else _run_id(e)}
-            s["tools"], s["open"], s["run"] = [], [], None
+            s["tools"], s["open"], s["last"], s["run"] = [], [], None, None
         return s
 
 
@@ -389,8 +394,10 @@ def _task(task: Any, limit: int) -> str | None:
 
 def activity_of(state: dict[str, Any]) -> dict[str, Any]:
     """The contract's ``{"doing", "since", "pending"}`` from an activity view's state: the
-    tool calls running, else the last model call or wait started and not ended."""
-    doing = list(state["tools"]) if state["tools"] else state["open"][-1:]
+    tool calls running, else the last thing the agent started in this run (a model call or
+    a wait on a person, ended or not: the contract's words), empty once the run ends."""
+    last = state.get("last")
+    doing = list(state["tools"]) if state["tools"] else ([last] if last is not None else [])
     since = doing[0].get("time") if doing else None
     return {"doing": doing, "since": since, "pending": len(state["pending"])}
 
@@ -400,6 +407,10 @@ def activity_detail(state: dict[str, Any]) -> dict[str, Any]:
     keys the contract fixes): ``run`` (the open run, or None) and ``last_run`` (how the last
     run ended, or None)."""
     out = activity_of(state)
+    # A person sees what is happening now: a model call that completed is not "doing" (the
+    # run is shown instead); the json keeps the contract's last-started reading.
+    doing = list(state["tools"]) if state["tools"] else state["open"][-1:]
+    out["doing"], out["since"] = doing, (doing[0].get("time") if doing else None)
     run, ended = state.get("run"), state.get("ended")
     out["run"] = dict(run) if isinstance(run, dict) else None
     out["last_run"] = dict(ended) if isinstance(ended, dict) else None
