@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "wardrik_cli"
 TOP = "wardrik_cli"
 
-RANKS = {"errors": 0, "settings": 0, "extras": 1, "protocol": 1, "store": 2, "read": 3, "folding": 4, "follow": 5, "cli": 6}
+RANKS = {"errors": 0, "settings": 0, "extras": 1, "protocol": 1, "store": 2, "read": 3, "remote": 3, "folding": 4, "follow": 5, "cli": 6}
 UI_LIBRARIES = ("typer", "click", "rich")
 
 

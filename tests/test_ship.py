@@ -1,0 +1,440 @@
+"""`ship` and `pull` against real stores on loopback: moto's S3 server and a folder (file://).
+
+What is checked is what the store holds, read with a second client (boto3, or the folder's
+files), never the shipper's own account of it: every log in the store is its local file,
+byte for byte, in segments whose keys, days and metadata follow the layout, with no event
+twice and none missing, after repeats, appends, compaction, two shippers at once, kill -9 at
+random instants, and a second root.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import WARDRIK, jsonl, run_cli
+import s3_server
+from s3_server import KEY, Bucket, free_port, s3_env
+
+# the server and bucket fixtures (conftest is shared; these are this module's)
+s3_endpoint, bucket = s3_server.s3_endpoint, s3_server.bucket
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from spread_ledger import write_spread  # noqa: E402
+
+DAY_NS = 86_400 * 10**9
+
+
+# ---------------------------------------------------------------------------
+# the two kinds of target, read without wardrik
+# ---------------------------------------------------------------------------
+class FolderTarget:
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.url = f"file://{path}"
+
+    def segments(self) -> list[str]:
+        return sorted(p.relative_to(self.path).as_posix() for p in self.path.rglob("*.jsonl")
+                      if not p.name.startswith("."))
+
+    def get(self, key: str) -> tuple[bytes, dict]:
+        meta = orjson.loads((self.path / (key + ".meta")).read_bytes())
+        return (self.path / key).read_bytes(), {"wardrik-last-sequence": f"{meta['last_sequence']:012d}",
+                                                 "wardrik-sha256": meta["sha256"], "wardrik-root-id": meta["root_id"]}
+
+    def put(self, key: str, body: bytes, metadata: dict) -> None:
+        (self.path / key).write_bytes(body)
+
+
+class S3Target:
+    def __init__(self, b: Bucket):
+        self.b, self.url = b, b.url
+
+    def segments(self) -> list[str]:
+        return self.b.segments()
+
+    def get(self, key: str) -> tuple[bytes, dict]:
+        return self.b.get(key)
+
+    def put(self, key: str, body: bytes, metadata: dict) -> None:
+        self.b.put(key, body, metadata)
+
+
+@pytest.fixture(params=["s3", "file"])
+def target(request, tmp_path):
+    if request.param == "s3":
+        return S3Target(request.getfixturevalue("bucket"))
+    return FolderTarget(tmp_path / "share")
+
+
+def stored_logs(t) -> dict[tuple[str, str], list[tuple[int, int, bytes, str]]]:
+    """(kind, log id) -> [(first, last, bytes, day)] in sequence order, each segment checked
+    against the layout: key, day of every line, first and last sequence, sha256."""
+    out: dict[tuple[str, str], list] = {}
+    for key in t.segments():
+        m = KEY.fullmatch(key)
+        assert m, key
+        _, kind, raw_id, day, first = m.groups()
+        data, meta = t.get(key)
+        assert hashlib.sha256(data).hexdigest() == meta["wardrik-sha256"], key
+        assert data.endswith(b"\n") and len(data) <= 64 << 20
+        evs = [orjson.loads(line) for line in data.splitlines()]
+        assert evs[0]["sequence"] == first and evs[-1]["sequence"] == meta["wardrik-last-sequence"]
+        assert {e["time"][:10] for e in evs} == {day}, key  # never crosses a UTC day
+        out.setdefault((kind, raw_id.replace("~", "/")), []).append((int(first), int(evs[-1]["sequence"]), data, day))
+    for segs in out.values():
+        segs.sort()
+        for a, b in zip(segs, segs[1:], strict=False):
+            assert b[0] == a[1] + 1, "segments overlap or leave a gap"
+    return out
+
+
+def store_bytes(t, log: str, kind: str = "agents") -> bytes:
+    return b"".join(s[2] for s in stored_logs(t).get((kind, log), []))
+
+
+def make_root(tmp_path: Path, name: str = "root") -> Path:
+    r = tmp_path / name
+    r.mkdir()
+    run_cli("init", root=r, check=True)
+    now = time.time_ns()
+    write_spread(r / "acme/triage.jsonl", events=300, days=3, end_ns=now - DAY_NS, log_id="acme/triage", pad=60)
+    write_spread(r / "acme/billing.jsonl", events=50, days=0.2, end_ns=now, log_id="acme/billing", pad=40)
+    for i in range(3):
+        run_cli("append", "solo", "trigger.fired", "--data", f'{{"trigger": {{"name": "t{i}"}}}}', root=r, check=True)
+    run_cli("audit", "record", "agent.created", "agents/acme/triage", "--data", '{"agent": {"id": "acme/triage"}}',
+            "--actor", "user:a", root=r, check=True)
+    return r
+
+
+def ship(r: Path, url: str, *args: str, **kw):
+    return run_cli("ship", url, "--format", "json", *args, root=r, **kw)
+
+
+def root_id(r: Path) -> str:
+    return (r / ".wardrik/root-id").read_text().strip()
+
+
+# ---------------------------------------------------------------------------
+# the round trip
+# ---------------------------------------------------------------------------
+def test_ship_then_pull_is_byte_identical(tmp_path, target):
+    r = make_root(tmp_path)
+    with open(r / "solo.jsonl", "ab") as f:
+        f.write(b'{"specversion":"1.0","id":"half a li')  # a torn tail: never shipped
+    p = ship(r, target.url)
+    assert p.returncode == 0, p.stderr
+    doc = orjson.loads(p.stdout)
+    assert doc["events"] == 300 + 50 + 3 + 1 and doc["segments"] >= 4 + 3  # triage spans 4 UTC days at least
+    logs = stored_logs(target)
+    assert set(logs) == {("agents", "acme/triage"), ("agents", "acme/billing"), ("agents", "solo"), ("audit", "audit")}
+    for log in ("acme/triage", "acme/billing"):
+        assert store_bytes(target, log) == (r / f"{log}.jsonl").read_bytes()
+    assert store_bytes(target, "solo") + b'{"specversion":"1.0","id":"half a li' == (r / "solo.jsonl").read_bytes()
+    assert store_bytes(target, "audit", "audit") == (r / ".wardrik/audit.jsonl").read_bytes()
+    out = tmp_path / "evidence"
+    p = run_cli("pull", target.url, "--into", out, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    for log in ("acme/triage", "acme/billing"):
+        assert (out / f"{log}.jsonl").read_bytes() == (r / f"{log}.jsonl").read_bytes()
+    assert (out / ".wardrik/audit.jsonl").read_bytes() == (r / ".wardrik/audit.jsonl").read_bytes()
+    assert run_cli("check", root=out).returncode == 0
+    assert run_cli("page", "*", "--all", "-o", "jsonl", root=out).stdout == \
+        run_cli("page", "acme", "solo", "--all", "-o", "jsonl", root=r).stdout
+    # a pattern pulls only what it matches
+    p = run_cli("pull", target.url, "acme/b*", "--into", tmp_path / "two")
+    assert p.returncode == 0 and sorted(x.name for x in (tmp_path / "two").rglob("*.jsonl")) == ["billing.jsonl"]
+
+
+def test_a_second_ship_ships_nothing_and_an_append_only_the_new_lines(tmp_path, target):
+    r = make_root(tmp_path)
+    assert ship(r, target.url).returncode == 0
+    before = {k: target.get(k)[0] for k in target.segments()}
+    p = ship(r, target.url)
+    assert p.returncode == 0 and orjson.loads(p.stdout)["segments"] == 0
+    assert {k: target.get(k)[0] for k in target.segments()} == before
+    a = run_cli("append", "acme/billing", "trigger.fired", "--data", '{"trigger": {"name": "x"}}', root=r, check=True)
+    p = ship(r, target.url)
+    doc = orjson.loads(p.stdout)
+    assert doc["segments"] == 1 and doc["events"] == 1, doc
+    new = sorted(set(target.segments()) - set(before))
+    assert len(new) == 1 and new[0].endswith("/000000000051.jsonl")
+    assert target.get(new[0])[0] == a.stdout
+    assert {k: target.get(k)[0] for k in before} == before  # nothing shipped before was touched
+    # without the position cache, the store says where to go on: still nothing twice
+    shutil.rmtree(r / ".wardrik/ship")
+    run_cli("append", "acme/billing", "trigger.fired", "--data", '{"trigger": {"name": "y"}}', root=r, check=True)
+    assert orjson.loads(ship(r, target.url).stdout)["events"] == 1
+    assert store_bytes(target, "acme/billing") == (r / "acme/billing.jsonl").read_bytes()
+
+
+def test_shipping_goes_on_after_local_compaction(tmp_path, target):
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    write_spread(r / "acme/old.jsonl", events=400, days=60, end_ns=time.time_ns() - DAY_NS, log_id="acme/old", pad=40)
+    original = (r / "acme/old.jsonl").read_bytes()
+    assert ship(r, target.url).returncode == 0
+    c = run_cli("compact", "--retention", "30d", "-o", "json", root=r, check=True)
+    assert orjson.loads(c.stdout)["dropped"] > 100  # the first kept sequence moved on
+    added = run_cli("append", "acme/old", "trigger.fired", "--data", '{"trigger": {"name": "after"}}',
+                    root=r, check=True).stdout
+    shutil.rmtree(r / ".wardrik/ship")  # and the store alone says where to go on
+    p = ship(r, target.url)
+    assert p.returncode == 0, p.stderr
+    rows = {row["log"]: row for row in orjson.loads(p.stdout)["logs"]}
+    assert rows["acme/old"]["events"] == 1 and rows["audit"]["events"] == 1  # and compact's ledger.compacted
+    assert store_bytes(target, "acme/old") == original + added
+
+
+# ---------------------------------------------------------------------------
+# concurrency and crashes
+# ---------------------------------------------------------------------------
+@pytest.mark.subprocess
+def test_two_shippers_at_once_store_each_log_once(tmp_path, target):
+    r = make_root(tmp_path)
+    for i in range(6):
+        write_spread(r / f"fleet/a{i}.jsonl", events=2000, days=2, log_id=f"fleet/a{i}", pad=100)
+    procs = [subprocess.Popen([WARDRIK, "--root", str(r), "ship", target.url, "-o", "json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    docs = [orjson.loads(o[0]) for o in outs]
+    logs = stored_logs(target)  # contiguous, no overlap
+    for log in [f"fleet/a{i}" for i in range(6)] + ["acme/triage", "acme/billing", "solo"]:
+        assert b"".join(s[2] for s in logs[("agents", log)]) == (r / f"{log}.jsonl").read_bytes()
+    # each segment was written by exactly one of them
+    assert sum(d["segments"] for d in docs) == sum(len(v) for v in logs.values())
+
+
+@pytest.mark.subprocess
+def test_kill_9_mid_ship_with_an_appender_running(tmp_path, bucket):
+    t = S3Target(bucket)
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    names = [f"k/log{i}" for i in range(6)]
+    for n in names:  # 60 days each: a backlog of about 360 segments for the first rounds to be killed in
+        write_spread(r / f"{n}.jsonl", events=3000, days=60, log_id=n, pad=200)
+    stop = threading.Event()
+    appenders = [subprocess.Popen([WARDRIK, "--root", str(r), "append", n, "--stream", "--no-sync"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for n in names[:3]]
+
+    def feed():
+        i = 0
+        while not stop.is_set():
+            for a in appenders:
+                a.stdin.write(b'{"type": "trigger.fired", "data": {"trigger": {"name": "t%d"}}}\n' % i)
+                a.stdin.flush()
+            i += 1
+            time.sleep(0.002)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    rng = random.Random(14)
+    mid_ship = alive = 0
+    started = time.monotonic()
+    try:
+        for _ in range(30):
+            before = len(t.segments())
+            p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", t.url, "-q"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(rng.uniform(0.1, 0.6))
+            running = p.poll() is None
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            if running:
+                alive += 1  # killed while it was still running
+                if len(t.segments()) > before:
+                    mid_ship += 1  # ... and after it had stored something: mid-ship
+            else:
+                assert p.returncode == 0, p.stderr.read()
+    finally:
+        stop.set()
+        feeder.join()
+        for a in appenders:
+            a.stdin.close()
+            a.wait(timeout=30)
+    print(f"[{alive} of 30 killed while running, {mid_ship} after storing a segment; "
+          f"{time.monotonic() - started:.1f}s]")
+    assert alive >= 20 and mid_ship >= 5
+    p = run_cli("ship", t.url, "-o", "json", root=r, process=True)
+    assert p.returncode == 0, p.stderr
+    logs = stored_logs(t)
+    for n in names:
+        assert b"".join(s[2] for s in logs[("agents", n)]) == (r / f"{n}.jsonl").read_bytes(), n
+        assert len((r / f"{n}.jsonl").read_bytes()) > 0
+
+
+# ---------------------------------------------------------------------------
+# two roots, one log id
+# ---------------------------------------------------------------------------
+def test_a_second_root_shipping_the_same_log_id_is_refused_naming_both(tmp_path, target):
+    a = make_root(tmp_path, "a")
+    assert ship(a, target.url).returncode == 0
+    before = {k: target.get(k)[0] for k in target.segments()}
+    b = tmp_path / "b"
+    run_cli("init", root=b, check=True)
+    # its events are of other days than a's: their keys would not collide; the owner does
+    write_spread(b / "acme/billing.jsonl", events=20, days=1, end_ns=time.time_ns() - 20 * DAY_NS,
+                 log_id="acme/billing")
+    write_spread(b / "other.jsonl", events=5, days=0.01, log_id="other")
+    p = ship(b, target.url)
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert err.count("error:") == 1 and "acme/billing" in err and "two roots" in err
+    assert root_id(a) in err and root_id(b) in err, err
+    assert "Traceback" not in err
+    after = {k: target.get(k)[0] for k in target.segments()}
+    assert {k: v for k, v in after.items() if "log=acme~billing" in k} == \
+        {k: v for k, v in before.items() if "log=acme~billing" in k}
+    assert store_bytes(target, "other") == (b / "other.jsonl").read_bytes()  # its other logs still go
+
+
+# ---------------------------------------------------------------------------
+# --follow
+# ---------------------------------------------------------------------------
+@pytest.mark.subprocess
+def test_follow_ships_as_the_log_grows_and_ends_on_sigterm(tmp_path, bucket):
+    t = S3Target(bucket)
+    r = make_root(tmp_path)
+    p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", t.url, "--follow", "--interval", "1s", "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while store_bytes(t, "solo") != (r / "solo.jsonl").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        run_cli("append", "solo", "trigger.fired", "--data", '{"trigger": {"name": "late"}}', root=r, check=True)
+        while store_bytes(t, "solo") != (r / "solo.jsonl").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert store_bytes(t, "solo") == (r / "solo.jsonl").read_bytes()
+        assert p.poll() is None
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0 and b"Traceback" not in err, err
+
+
+@pytest.mark.subprocess
+def test_follow_retries_an_unreachable_endpoint(tmp_path):
+    r = make_root(tmp_path)
+    env = {**os.environ, **s3_env(f"http://127.0.0.1:{free_port()}")}
+    p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", "s3://nobody/x", "--follow", "--interval", "1s"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(3)
+    assert p.poll() is None  # still trying
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    lines = err.decode().splitlines()
+    assert len(lines) >= 2 and all(line.startswith("warning: cannot reach") for line in lines), lines
+    assert "trying again in 1s" in lines[0] and "trying again in 2s" in lines[1]
+
+
+# ---------------------------------------------------------------------------
+# bad input and a bad store
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("url", ["http://example.com/x", "ftp://h/p", "s3:///no-bucket", "/tmp/plain/path",
+                                 "file://host/share", "s3"])
+def test_a_target_that_is_not_s3_or_file_is_refused(tmp_path, url):
+    r = make_root(tmp_path)
+    p = run_cli("ship", url, root=r)
+    assert p.returncode == 2 and p.stderr.startswith(b"error: ") and p.stderr.count(b"\n") == 1, p.stderr
+    assert not (r / ".wardrik/ship").exists()
+    p = run_cli("pull", url, "--into", tmp_path / "out")
+    assert p.returncode == 2 and p.stderr.startswith(b"error: ")
+
+
+def test_an_unreachable_endpoint_is_one_error_line(tmp_path):
+    r = make_root(tmp_path)
+    started = time.monotonic()
+    p = run_cli("ship", "s3://bkt/x", root=r, env=s3_env(f"http://127.0.0.1:{free_port()}"))
+    assert p.returncode == 1 and p.stdout == b""
+    assert p.stderr.startswith(b"error: cannot reach http://127.0.0.1:") and p.stderr.count(b"\n") == 1, p.stderr
+    assert time.monotonic() - started < 15
+
+
+def test_a_bucket_that_does_not_exist(tmp_path, bucket):
+    r = make_root(tmp_path)
+    p = run_cli("ship", "s3://no-such-bucket-here/x", root=r)
+    assert p.returncode == 1 and p.stderr.count(b"\n") == 1
+    assert b"bucket 'no-such-bucket-here' does not exist" in p.stderr
+    p = run_cli("pull", "s3://no-such-bucket-here/x", "--into", tmp_path / "out")
+    assert p.returncode == 1 and b"does not exist" in p.stderr and p.stderr.count(b"\n") == 1
+
+
+def test_a_folder_target_that_does_not_exist(tmp_path):
+    r = make_root(tmp_path)
+    p = run_cli("ship", f"file://{tmp_path}/not-mounted", root=r)
+    assert p.returncode == 1 and b"is not a directory" in p.stderr and p.stderr.count(b"\n") == 1
+
+
+def test_a_segment_whose_bytes_do_not_match_its_sha256_is_reported_not_pulled(tmp_path, target):
+    r = make_root(tmp_path)
+    assert ship(r, target.url).returncode == 0
+    keys = [k for k in target.segments() if "log=acme~triage" in k]
+    assert len(keys) >= 3
+    bad = keys[1]
+    data, meta = target.get(bad)
+    target.put(bad, data.replace(b'"output":"', b'"output":"X', 1), meta)  # same metadata, other bytes
+    out = tmp_path / "evidence"
+    p = run_cli("pull", target.url, "--into", out, "-o", "json")
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert err.count("error:") == 1 and "sha256" in err and bad in err
+    first = target.get(keys[0])[0]
+    assert (out / "acme/triage.jsonl").read_bytes() == first  # the segments before it, never it
+    assert (out / "acme/billing.jsonl").read_bytes() == (r / "acme/billing.jsonl").read_bytes()
+
+
+def test_pull_into_a_folder_that_is_not_empty(tmp_path, target):
+    r = make_root(tmp_path)
+    assert ship(r, target.url).returncode == 0
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy/x").write_text("x")
+    p = run_cli("pull", target.url, "--into", tmp_path / "busy")
+    assert p.returncode == 2 and b"not empty" in p.stderr
+    assert run_cli("pull", target.url).returncode == 2  # --into is needed
+
+
+# ---------------------------------------------------------------------------
+# the library: segments
+# ---------------------------------------------------------------------------
+def test_a_segment_never_crosses_a_day_nor_its_size_limit(tmp_path):
+    from wardrik_cli.remote.ship import build_segment
+    from wardrik_cli.store.layout import Root
+    from wardrik_cli.store.log import Log
+
+    r = tmp_path / "r"
+    write_spread(r / "x.jsonl", events=500, days=5, log_id="x", pad=100)
+    raw = (r / "x.jsonl").read_bytes()
+    lines = raw.splitlines(keepends=True)
+    with Log.agent(Root(r), "x").open() as view:
+        off, segs = 0, []
+        while off < view.end:
+            s = build_segment(view, off, limit=4096)
+            segs.append(s)
+            off = s.end
+    assert b"".join(s.data for s in segs) == raw
+    for s in segs:
+        evs = [orjson.loads(x) for x in s.data.splitlines()]
+        assert {e["time"][:10] for e in evs} == {s.day}
+        assert len(s.data) <= 4096 and int(evs[0]["sequence"]) == s.first and int(evs[-1]["sequence"]) == s.last
+    days = [orjson.loads(x)["time"][:10] for x in lines]
+    # a segment ends at each change of day, and only there or at the size limit
+    assert sum(1 for a, b in zip(days, days[1:], strict=False) if a != b) >= 4
+    ends = {s.last for s in segs}
+    for i, (a, b) in enumerate(zip(days, days[1:], strict=False)):
+        if a != b:
+            assert i + 1 in ends
+    assert jsonl(raw)[0]["sequence"] == "000000000001"

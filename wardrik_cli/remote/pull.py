@@ -1,0 +1,190 @@
+"""``pull``: a store's segments back into an evidence root on local disk.
+
+Contract kept here:
+- The evidence root (``DIR``, new or empty) holds each pulled log as ``DIR/<log id>.jsonl``
+  and the audit log as ``DIR/.wardrik/audit.jsonl``: the concatenation of the log's segments in
+  sequence order, byte for byte. ``.wardrik/config.toml`` names the deployment when one was pulled.
+- Every segment is checked before a byte of it is written: its bytes must hash to the sha256
+  in its metadata and be whole lines whose first sequence is its key's and whose last is its
+  metadata's, and it must follow the segment before it (first = previous last + 1). A
+  segment that fails is reported (``BadSegment``, exit 1) and neither it nor anything after it
+  in its log is written; the log's file holds the segments before it. A folder claim whose
+  bytes never came (a shipper died mid-segment) ends its log with a warning.
+- ``since``: segments of days before the day of ``since`` are not read, and a segment whose
+  last event is before ``since`` is skipped; pulled logs then start at a segment boundary.
+- Several deployments under one prefix: ``deployment`` picks one; without it a log id shipped
+  by two deployments is refused (``BadInput``), before anything is written.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wardrik_cli.errors import BadInput, Failure
+from wardrik_cli.protocol.names import pattern_regex, validate_pattern
+from wardrik_cli.remote import keys
+from wardrik_cli.remote.stores import Store
+from wardrik_cli.store.fsutil import fsync_dir, write_all
+from wardrik_cli.store.log import decode_event, peek
+
+
+class BadSegment(Failure):
+    """A segment in the store whose bytes do not match its metadata."""
+
+
+@dataclass
+class LogPulled:
+    log: str
+    kind: str
+    segments: int = 0
+    events: int = 0
+    bytes: int = 0
+    first: int = 0
+    last: int = 0
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"log": self.log, "kind": self.kind, "segments": self.segments, "events": self.events,
+                "bytes": self.bytes, "first": self.first, "last": self.last,
+                **({"error": self.error} if self.error else {})}
+
+
+@dataclass
+class PullResult:
+    into: str
+    deployment: str | None
+    logs: list[LogPulled] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[LogPulled]:
+        return [r for r in self.logs if r.error]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"into": self.into, "deployment": self.deployment, "logs": [r.to_json() for r in self.logs],
+                "segments": sum(r.segments for r in self.logs), "events": sum(r.events for r in self.logs),
+                "bytes": sum(r.bytes for r in self.logs)}
+
+
+def prepare_into(into: Path) -> None:
+    """DIR must be new or an empty folder (BadInput otherwise); made here."""
+    try:
+        if into.exists() or into.is_symlink():
+            if not into.is_dir() or into.is_symlink():
+                raise BadInput(f"--into {into}: not a folder")
+            if any(into.iterdir()):
+                raise BadInput(f"--into {into}: not empty (pull makes a new evidence root: give a new or empty folder)")
+        into.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Failure(f"cannot make {into}: {e.strerror or e}") from None
+
+
+def _line_seq_time(raw: bytes) -> tuple[int, str]:
+    p = peek(raw)
+    if p is not None:
+        return int(p[1]), p[2].decode("ascii", "replace")
+    ev = decode_event(raw)
+    return int(ev["sequence"]), ev["time"]
+
+
+def check_segment(where: str, data: bytes, first: int, last: int, sha: str) -> tuple[str, str]:
+    """(time of the first line, time of the last) of a segment that is what its key and metadata say."""
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha:
+        raise BadSegment(f"{where}: its bytes do not match its sha256 (metadata {sha}, bytes {got}): not pulled")
+    if not data.endswith(b"\n"):
+        raise BadSegment(f"{where}: does not end with a whole line: not pulled")
+    try:
+        s0, t0 = _line_seq_time(data[:data.index(b"\n")])
+        s1, t1 = _line_seq_time(data[data.rfind(b"\n", 0, len(data) - 1) + 1:-1])
+    except ValueError as e:
+        raise BadSegment(f"{where}: a line that is not an event ({e}): not pulled") from None
+    if s0 != first or s1 != last:
+        raise BadSegment(f"{where}: holds sequences {s0} to {s1}, its key and metadata say {first} to {last}: "
+                         "not pulled")
+    return t0, t1
+
+
+def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: str | None = None,
+         deployment: str | None = None, warn: Callable[[str], None] = lambda m: None) -> PullResult:
+    rxs = [pattern_regex(validate_pattern(p)) for p in patterns or ()]
+    since_day = keys.utc_day(since) if since else None
+    start = keys.base(store.prefix) + (f"deployment={deployment}/" if deployment else "")
+    # (deployment, kind, name) -> [(first, day, key)]
+    found: dict[tuple[str, str, str], list[keys.Parsed]] = {}
+    for key in store.list(start):
+        p = keys.parse_key(store.prefix, key)
+        if p is None:
+            continue
+        if p.kind == keys.AGENTS and rxs and not any(rx.fullmatch(p.name) for rx in rxs):
+            continue
+        if p.kind == keys.AUDIT and rxs:
+            continue  # patterns name agent logs; the audit log comes with a pull of everything
+        if since_day is not None and p.day < since_day:
+            continue
+        found.setdefault((p.deployment, p.kind, p.name), []).append(p)
+    deployments = sorted({d for d, _, _ in found})
+    by_log: dict[tuple[str, str], str] = {}
+    for d, kind, name in sorted(found):
+        other = by_log.setdefault((kind, name), d)
+        if other != d:
+            raise BadInput(f"log {name!r} was shipped by deployments {other!r} and {d!r} under {store.url}: "
+                           "pick one with --deployment")
+    prepare_into(into)
+    result = PullResult(str(into), deployments[0] if len(deployments) == 1 else None)
+    if len(deployments) == 1:
+        _write_new(into / ".wardrik" / "config.toml", f'deployment = "{deployments[0]}"\n'.encode())
+    for (_, kind, name), segs in sorted(found.items(), key=lambda kv: (kv[0][1] != keys.AGENTS, kv[0][2])):
+        row = LogPulled(name, kind)
+        result.logs.append(row)
+        path = into / ".wardrik" / "audit.jsonl" if kind == keys.AUDIT else into / (name + ".jsonl")
+        try:
+            _pull_log(store, segs, path, row, since, warn)
+        except BadSegment as e:
+            row.error = str(e)
+    return result
+
+
+def _pull_log(store: Store, segs: list[keys.Parsed], path: Path, row: LogPulled, since: str | None,
+              warn: Callable[[str], None]) -> None:
+    segs.sort(key=lambda p: p.first)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        prev: int | None = None
+        for p in segs:
+            where = store.where(p.key)
+            data, meta = store.read(p.key)
+            if data is None:
+                warn(f"{row.log}: {where} was claimed but its bytes never came (a shipper died mid-segment; the "
+                     f"next ship completes it): pulled through {prev or 0}")
+                break
+            if prev is not None and p.first != prev + 1:
+                raise BadSegment(f"{where}: starts at {p.first}, but the segment before it ended at {prev}"
+                                 + (" (segments overlap)" if p.first <= prev else
+                                    f" ({p.first - prev - 1} events missing from the store)"))
+            _, t1 = check_segment(where, data, p.first, meta.last, meta.sha256)
+            if since is not None and prev is None and t1 < since:
+                continue  # wholly before --since: the pulled log starts at a later segment
+            write_all(fd, data)
+            row.segments += 1
+            row.events += data.count(b"\n")
+            row.bytes += len(data)
+            row.first = row.first or p.first
+            row.last = prev = meta.last
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)

@@ -1,0 +1,326 @@
+"""Where segments are shipped to: an S3-compatible bucket, or a folder on a shared mount.
+
+Contract kept here:
+- A target is ``s3://BUCKET[/PREFIX]`` or ``file:///PATH``; anything else is ``BadInput``.
+  For S3 the endpoint, credentials and region come from the standard variables of the
+  environment given (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+  ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``); plain ``http://`` endpoints
+  (a local server) are allowed.
+- The one coordination primitive is ``create(key, data, meta)``: it stores the segment only
+  if nothing is at ``key`` and says whether it did. On S3 that is ``If-None-Match: *``
+  (obstore ``put(mode="create")``; 412 means the key exists), atomic with the object's user
+  metadata. In a folder it is ``os.link`` of a fully written, fsynced temp file (link never
+  replaces: atomic on local file systems and NFS alike).
+- Metadata of a segment (``Meta``): its last sequence, the sha256 of its bytes, the id of the
+  root that shipped it and where that root is (host:path, for error messages). On S3 it is the
+  object's user metadata (``x-amz-meta-wardrik-*``). In a folder it is the sidecar
+  ``SSSSSSSSSSSS.jsonl.meta`` (JSON), and the sidecar is the claim: it is created first, with
+  the conditional create, and the segment's bytes are linked in after it. A claim whose bytes
+  are missing is a shipper that died in between; the next shipper of the same root (which has
+  the same bytes locally, checked against the claim's sha256) completes it (``complete``),
+  and readers stop that log before it. Temp files are dot-files beside the key, never listed.
+- Every failure is one ``Failure`` line; ``Unreachable`` (connection refused, timeouts, 5xx)
+  is the kind ``ship --follow`` retries with backoff.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import orjson
+
+from wardrik_cli.errors import BadInput, Failure
+from wardrik_cli.store.fsutil import fsync_dir, write_all
+
+META_SUFFIX = ".meta"  # a folder store's sidecar: SSSSSSSSSSSS.jsonl.meta
+_M_LAST, _M_SHA, _M_ROOT_ID, _M_ROOT = "wardrik-last-sequence", "wardrik-sha256", "wardrik-root-id", "wardrik-root"
+
+
+class Unreachable(Failure):
+    """The store did not answer (or answered 5xx): worth trying again later."""
+
+
+class Meta:
+    """A segment's metadata."""
+
+    __slots__ = ("last", "sha256", "root_id", "root")
+
+    def __init__(self, last: int, sha256: str, root_id: str, root: str):
+        self.last, self.sha256, self.root_id, self.root = last, sha256, root_id, root
+
+    def to_dict(self) -> dict[str, str]:
+        # header values must be ASCII: the root's path is percent-encoded
+        return {_M_LAST: f"{self.last:012d}", _M_SHA: self.sha256, _M_ROOT_ID: self.root_id,
+                _M_ROOT: quote(self.root, safe="/:@._-~")}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> Meta:
+        low = {str(k).lower(): v for k, v in d.items()}
+        try:
+            last, sha, rid = low[_M_LAST], low[_M_SHA], low[_M_ROOT_ID]
+            if not (isinstance(last, str) and last.isdigit() and isinstance(sha, str)
+                    and re.fullmatch(r"[0-9a-f]{64}", sha) and isinstance(rid, str) and rid):
+                raise ValueError
+            return cls(int(last), sha, rid, unquote(str(low.get(_M_ROOT, "?"))))
+        except (KeyError, ValueError):
+            raise Failure(f"{where}: not a wardrik segment (its metadata lacks the last sequence, sha256 "
+                          "or root id); something else wrote there") from None
+
+
+class Store:
+    """A place segments go to (``S3Store`` or ``FolderStore``); keys are full keys."""
+
+    url: str
+    prefix: str
+
+    def create(self, key: str, data: bytes, meta: Meta) -> bool:
+        """Store ``data`` at ``key`` if nothing is there; False (nothing written) if something is."""
+        raise NotImplementedError
+
+    def read_meta(self, key: str) -> Meta | None:
+        """The segment's metadata; None when there is no segment at ``key``."""
+        raise NotImplementedError
+
+    def read(self, key: str) -> tuple[bytes | None, Meta]:
+        """The segment's bytes (None while a folder claim waits for them) and metadata."""
+        raise NotImplementedError
+
+    def complete(self, key: str, data: bytes) -> None:
+        """Make sure a claimed segment's bytes are there (a folder claim whose shipper died)."""
+
+    def list(self, prefix: str) -> Iterator[str]:
+        """Every segment key under ``prefix`` (a listing: possibly stale, never trusted alone)."""
+        raise NotImplementedError
+
+    def where(self, key: str) -> str:
+        return f"{self.url.rstrip('/')}/{key[len(self.prefix.strip('/')) + 1:]}" if self.prefix.strip("/") \
+            else f"{self.url.rstrip('/')}/{key}"
+
+
+def open_store(url: str, env: Mapping[str, str]) -> Store:
+    """The store a target URL names (``BadInput`` for anything but s3:// and file://)."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is not None and parts.scheme == "s3" and parts.netloc and not parts.query and not parts.fragment:
+        return S3Store(url, parts.netloc, parts.path.strip("/"), env)
+    if parts is not None and parts.scheme == "file" and parts.netloc in ("", "localhost") \
+            and parts.path.startswith("/"):
+        return FolderStore(url, Path(unquote(parts.path)))
+    raise BadInput(f"{url!r} is not a target: use s3://BUCKET/PREFIX or file:///PATH")
+
+
+# ---------------------------------------------------------------------------
+# S3 (obstore)
+# ---------------------------------------------------------------------------
+class S3Store(Store):
+    def __init__(self, url: str, bucket: str, prefix: str, env: Mapping[str, str]):
+        from wardrik_cli.extras import need
+
+        self.obs = need("obstore", "s3")
+        store_mod = need("obstore.store", "s3")
+        self.url, self.bucket, self.prefix = url, bucket, prefix
+        endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")
+        self.endpoint = endpoint or "AWS S3"
+        config: dict[str, Any] = {}
+        for var, name in (("AWS_ACCESS_KEY_ID", "access_key_id"), ("AWS_SECRET_ACCESS_KEY", "secret_access_key"),
+                          ("AWS_SESSION_TOKEN", "session_token")):
+            if env.get(var):
+                config[name] = env[var]
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region:
+            config["region"] = region
+        if endpoint:
+            config["endpoint"] = endpoint
+        # A few quick retries: an endpoint that is down is one error line in a second or so
+        # (obstore's default is ten retries over three minutes); --follow retries for longer.
+        retry = {"max_retries": 3, "retry_timeout": timedelta(seconds=20),
+                 "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2)}}
+        client = {"allow_http": bool(endpoint and endpoint.startswith("http://")), "connect_timeout": "5s",
+                  "timeout": "300s"}  # a 64 MB segment over a slow link
+        try:
+            self.s3 = store_mod.S3Store(bucket, config=config, client_options=client, retry_config=retry)
+        except Exception as e:  # noqa: BLE001 - obstore's configuration errors: one line
+            raise BadInput(f"{url}: cannot configure the S3 client: {_first_line(e)}") from None
+
+    def _fail(self, e: Exception, doing: str) -> Failure:
+        text = str(e)
+        code = m.group(1) if (m := re.search(r"<Code>([^<]+)</Code>", text)) else None
+        status = int(m.group(1)) if (m := re.search(r"status code: (\d{3})", text)) else None
+        if code == "NoSuchBucket":
+            return Failure(f"bucket {self.bucket!r} does not exist at {self.endpoint} ({self.url})")
+        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
+                    "InvalidToken") or status in (401, 403):
+            return Failure(f"{self.url}: access denied at {self.endpoint} ({code or status}): check "
+                           "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy")
+        if status is None or status >= 500:
+            why = m.group(1) if (m := re.search(r'message: "([^"]+)"', text)) else \
+                f"status {status}" if status else "no answer"
+            return Unreachable(f"cannot reach {self.endpoint} for {self.url} ({why}) while {doing}")
+        return Failure(f"{self.url}: {doing} failed: {code or status}: {_first_line(e)[:200]}")
+
+    def create(self, key: str, data: bytes, meta: Meta) -> bool:
+        exc = self.obs.exceptions
+        try:
+            self.obs.put(self.s3, key, data, mode="create", attributes=meta.to_dict(), use_multipart=False)
+        except (exc.AlreadyExistsError, exc.PreconditionError):
+            return False
+        except Exception as e:  # noqa: BLE001 - obstore raises several kinds: each becomes one line
+            raise self._fail(e, f"writing {key}") from None
+        return True
+
+    def _get(self, key: str, ranged: bool) -> Any:
+        try:
+            return self.obs.get(self.s3, key, options={"range": (0, 1)} if ranged else None)
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            if "NoSuchKey" in str(e) or "InvalidRange" in str(e):
+                return None
+            raise self._fail(e, f"reading {key}") from None
+
+    def read_meta(self, key: str) -> Meta | None:
+        got = self._get(key, ranged=True)  # the metadata comes with any GET: one byte of the body is enough
+        return None if got is None else Meta.from_dict(got.attributes, self.where(key))
+
+    def read(self, key: str) -> tuple[bytes | None, Meta]:
+        got = self._get(key, ranged=False)
+        if got is None:
+            raise Failure(f"{self.where(key)}: listed but gone (deleted while pulling?)")
+        try:
+            data = bytes(got.bytes())
+        except Exception as e:  # noqa: BLE001
+            raise self._fail(e, f"reading {key}") from None
+        return data, Meta.from_dict(got.attributes, self.where(key))
+
+    def list(self, prefix: str) -> Iterator[str]:
+        try:
+            for batch in self.obs.list(self.s3, prefix, chunk_size=1000):
+                for item in batch:
+                    yield item["path"]
+        except Exception as e:  # noqa: BLE001
+            raise self._fail(e, f"listing {prefix}") from None
+
+
+# ---------------------------------------------------------------------------
+# a folder (a shared mount)
+# ---------------------------------------------------------------------------
+class FolderStore(Store):
+    def __init__(self, url: str, path: Path):
+        self.url, self.path, self.prefix = url, path, ""
+
+    def _require(self) -> None:
+        if not self.path.is_dir():
+            raise Failure(f"{self.url}: {self.path} is not a directory (mount the share, or make the folder)")
+
+    def _file(self, key: str) -> Path:
+        return self.path / key
+
+    def create(self, key: str, data: bytes, meta: Meta) -> bool:
+        self._require()
+        p = self._file(key)
+        body = orjson.dumps({"last_sequence": meta.last, "sha256": meta.sha256, "root_id": meta.root_id,
+                             "root": meta.root}) + b"\n"
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if not _link_new(p.with_name(p.name + META_SUFFIX), body):
+                return False  # claimed already: the caller reads whose claim it is
+            _link_new(p, data)  # our claim: the bytes follow (a same-root shipper may have completed it)
+            fsync_dir(p.parent)
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
+        return True
+
+    def read_meta(self, key: str) -> Meta | None:
+        p = self._file(key + META_SUFFIX)
+        try:
+            raw = p.read_bytes()
+        except FileNotFoundError:
+            self._require()
+            return None
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot read its metadata: {e.strerror or e}") from None
+        try:
+            d = orjson.loads(raw)
+            d = {_M_LAST: f"{int(d['last_sequence']):012d}", _M_SHA: d["sha256"], _M_ROOT_ID: d["root_id"],
+                 _M_ROOT: quote(str(d.get("root", "?")), safe="/:@._-~")}
+        except (ValueError, KeyError, TypeError):
+            d = {}
+        return Meta.from_dict(d, self.where(key))
+
+    def read(self, key: str) -> tuple[bytes | None, Meta]:
+        meta = self.read_meta(key)
+        if meta is None:
+            raise Failure(f"{self.where(key)}: listed but gone (deleted while pulling?)")
+        try:
+            return self._file(key).read_bytes(), meta
+        except FileNotFoundError:
+            return None, meta
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot read: {e.strerror or e}") from None
+
+    def complete(self, key: str, data: bytes) -> None:
+        p = self._file(key)
+        if p.exists():
+            return
+        try:
+            _link_new(p, data)
+            fsync_dir(p.parent)
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
+
+    def list(self, prefix: str) -> Iterator[str]:
+        self._require()
+        top = self.path / prefix
+        end = ".jsonl" + META_SUFFIX
+        for dirpath, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = Path(dirpath).relative_to(self.path).as_posix()
+            for f in files:
+                if f.endswith(end) and not f.startswith("."):
+                    yield f"{rel}/{f[:-len(META_SUFFIX)]}"
+
+    def where(self, key: str) -> str:
+        return f"{self.url.rstrip('/')}/{key}"
+
+
+def _link_new(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` only if nothing is there: a temp file beside it is
+    written and fsynced, then hard-linked to ``path`` (``link`` never replaces, so two writers
+    cannot both win and nobody ever sees half a file). False when ``path`` exists."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise OSError(e.errno, "this file system has no hard links, which file:// targets need for "
+                                       "their atomic conditional create") from None
+            raise
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
