@@ -3,6 +3,12 @@
 A deployment `acme-prod` with four agents whose runs use every kept type of the protocol,
 and an audit log. acme/triage is seed 000's checkout-latency investigation, in this format.
 Times are fixed so the files only change when this script does (ids are random UUIDv7s).
+Every model call reports its token usage (``usage_of``: fixed numbers per message id); acme/digest's
+writer also gives ``cost_usd``, the others are priced by config.toml's ``[prices]``.
+
+`python sample_ledgers/build.py --usage` rewrites only the ``message.completed`` lines of the logs
+there are, giving them ``usage_of``'s usage and cost (ids, times and traces kept: the README
+names runs by id).
 """
 from __future__ import annotations
 
@@ -20,6 +26,43 @@ from wardrik_cli.protocol.catalogue import lookup  # noqa: E402
 from wardrik_cli.protocol.times import format_dt  # noqa: E402
 
 DEPLOYMENT = "acme-prod"
+MODEL = "anthropic:claude-haiku-4-5"
+# US dollars per million tokens (config.toml's [prices] table, and what digest's writer pays).
+PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 5.0, "cache_read_per_mtok": 0.1, "cache_creation_per_mtok": 1.25}
+CONFIG = f"""deployment = "acme-prod"
+retention = "30d"
+
+[prices."{MODEL}"]
+{chr(10).join(f"{k} = {v}" for k, v in PRICES.items())}
+"""
+WRITER_PAYS = ("acme/digest",)  # logs whose writer gives data.cost_usd itself
+
+
+def usage_of(log_id: str, mid: str) -> tuple[dict, float | None]:
+    """A model call's usage (fixed by its message id) and, for WRITER_PAYS logs, its cost."""
+    h = int(hashlib.sha256(f"{log_id}/{mid}".encode()).hexdigest()[:8], 16)
+    inp = 1800 + h % 6000
+    cached = 0 if mid[-1] in "1a" else inp * 3 // 5  # a run's first call writes the cache, the others read it
+    written = inp // 2 if not cached else 0
+    out = 40 + (h >> 13) % 600
+    usage = {"input_tokens": inp, "output_tokens": out}
+    if cached:
+        usage["cache_read"] = {"input_tokens": cached}
+    if written:
+        usage["cache_creation"] = {"input_tokens": written}
+    if log_id not in WRITER_PAYS:
+        return usage, None
+    cost = ((inp - cached - written) * PRICES["input_per_mtok"] + cached * PRICES["cache_read_per_mtok"]
+            + written * PRICES["cache_creation_per_mtok"] + out * PRICES["output_per_mtok"]) / 1_000_000
+    return usage, round(cost, 6)
+
+
+def with_usage(log_id: str, data: dict) -> dict:
+    usage, cost = usage_of(log_id, data["message"]["id"])
+    data["usage"] = usage
+    if cost is not None:
+        data["cost_usd"] = cost
+    return data
 
 
 class Writer:
@@ -56,10 +99,11 @@ def tool(w: Writer, call_id: str, name: str, args: dict, output: str, fail: bool
 
 
 def model(w: Writer, mid: str, text: str, stop: str, took: float = 3.0, reasoning: str | None = None):
-    w.ev("message.started", {"message": {"id": mid}, "model": "anthropic:claude-haiku-4-5"}, after=0.3)
+    w.ev("message.started", {"message": {"id": mid}, "model": MODEL}, after=0.3)
     if reasoning:
         w.ev("reasoning.completed", {"message": {"id": mid}, "text": reasoning}, after=took / 2)
-    w.ev("message.completed", {"message": {"id": mid}, "stop_reason": stop, "text": text}, after=took)
+    w.ev("message.completed", with_usage(w.log_id, {"message": {"id": mid}, "stop_reason": stop, "text": text}),
+         after=took)
 
 
 def triage() -> Writer:
@@ -160,14 +204,36 @@ def audit() -> None:
     p.write_bytes(b"".join(lines))
 
 
+def add_usage() -> None:
+    """Give the message.completed lines of the logs there are their usage (``--usage``)."""
+    import orjson
+
+    for p in sorted((HERE / "acme").glob("*.jsonl")):
+        log_id = "acme/" + p.stem
+        out = []
+        for line in p.read_bytes().splitlines(keepends=True):
+            e = orjson.loads(line)
+            if e["type"] == "wardrik.message.completed":
+                for k in ("usage", "cost_usd"):
+                    e["data"].pop(k, None)
+                with_usage(log_id, e["data"])
+                line = dumps_line(e)
+            out.append(line)
+        p.write_bytes(b"".join(out))
+    (HERE / ".wardrik" / "config.toml").write_text(CONFIG)
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--usage"]:
+        add_usage()
+        return
     for d in ("acme",):
         shutil.rmtree(HERE / d, ignore_errors=True)
     shutil.rmtree(HERE / ".wardrik", ignore_errors=True)
     for w in (triage(), digest(), billing(), support()):
         w.save()
     audit()
-    (HERE / ".wardrik" / "config.toml").write_text('deployment = "acme-prod"\nretention = "30d"\n')
+    (HERE / ".wardrik" / "config.toml").write_text(CONFIG)
 
 
 if __name__ == "__main__":

@@ -417,7 +417,9 @@ def activity_detail(state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-BUILTIN = {"state": StateView, "timeline": TimelineView, "activity": ActivityView}
+from wardrik_cli.folding.usage import UsageView  # noqa: E402 - here, beside the registry it joins
+
+BUILTIN = {"state": StateView, "timeline": TimelineView, "activity": ActivityView, "usage": UsageView}
 BUILTIN_TYPES = frozenset(BUILTIN.values())
 
 

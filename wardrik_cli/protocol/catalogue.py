@@ -33,14 +33,22 @@ class EventType:
         return f"EventType({self.full!r}, {self.kind!r})"
 
 
+# The token counts ``message.completed`` may carry in ``data.usage``, by OpenTelemetry GenAI's
+# names (``gen_ai.usage.<name>``); a dotted name is a nested object. input_tokens counts every
+# input token, cached ones included; cache_read/cache_creation say how many of them were read
+# from or written to the provider's cache; reasoning.output_tokens is part of output_tokens.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read.input_tokens", "cache_creation.input_tokens",
+                "reasoning.output_tokens")
+
 _CATALOGUE = [
-    EventType("run.started", KEPT, (), ("run.id", "run.message_ids", "task"),
-              "a run began; opens a new trace whose id is data.run.id"),
+    EventType("run.started", KEPT, (), ("run.id", "run.message_ids", "task", "session.id"),
+              "a run began; opens a new trace whose id is data.run.id (session.id: a conversation across runs)"),
     EventType("run.completed", KEPT, (), ("answer",), "the run ended with an answer"),
     EventType("run.failed", KEPT, ("error.message",), (), "the run ended in an error"),
     EventType("message.received", KEPT, ("message.id",), (), "a message arrived for the agent"),
-    EventType("message.started", KEPT, ("message.id",), (), "a model call began"),
-    EventType("message.completed", KEPT, ("message.id",), (), "a model call returned"),
+    EventType("message.started", KEPT, ("message.id",), ("model",), "a model call began (model: provider:name)"),
+    EventType("message.completed", KEPT, ("message.id",), tuple("usage." + k for k in USAGE_FIELDS) + ("cost_usd",),
+              "a model call returned; usage: token counts (OpenTelemetry GenAI names), cost_usd: its price"),
     EventType("reasoning.completed", KEPT, ("message.id",), (), "the model finished reasoning"),
     EventType("tool_call.started", KEPT, ("tool.name", "tool.call.id"), (), "a tool call began"),
     EventType("tool_call.completed", KEPT, ("tool.call.id",), (), "a tool call returned"),
@@ -112,6 +120,80 @@ def validate_data(t: EventType, data: Any) -> None:
         ids = run.get("message_ids")
         if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
             raise BadEvent("data.run.message_ids must be a list of strings")
+        if "session" in data:
+            session = data["session"]
+            if not isinstance(session, dict):
+                raise BadEvent(f"data.session must be an object such as {{\"id\": \"conv-42\"}}, "
+                               f"not {_json_kind(session)}")
+            if "id" in session and not (isinstance(session["id"], str) and session["id"]):
+                raise BadEvent("data.session.id must be a non-empty string (the conversation the run belongs to)")
+    elif t.name == "message.completed":
+        if "usage" in data:
+            validate_usage(data["usage"])
+        if "cost_usd" in data and not is_cost(data["cost_usd"]):
+            raise BadEvent(f"data.cost_usd must be a non-negative number of US dollars, not {_shown(data['cost_usd'])}")
+
+
+def is_count(v: Any) -> bool:
+    """A token count: a non-negative integer (JSON true/false are not numbers here)."""
+    return type(v) is int and v >= 0
+
+
+def is_cost(v: Any) -> bool:
+    """A price in US dollars: a non-negative finite number (not a boolean, not a string)."""
+    return type(v) in (int, float) and 0 <= v < float("inf")
+
+
+def _usage_tree() -> dict[str, Any]:
+    """``USAGE_FIELDS`` as nested keys: {"input_tokens": None, "cache_read": {"input_tokens": None}, ...}."""
+    tree: dict[str, Any] = {}
+    for name in USAGE_FIELDS:
+        head, _, leaf = name.rpartition(".")
+        if head:
+            tree.setdefault(head, {})[leaf] = None
+        else:
+            tree[leaf] = None
+    return tree
+
+
+_USAGE_TREE = _usage_tree()
+
+
+def validate_usage(usage: Any) -> None:
+    """Refuse a ``data.usage`` that is not exactly an object of ``USAGE_FIELDS`` (dotted names
+    nested), each a non-negative integer; the message names the field."""
+    known = ", ".join(USAGE_FIELDS)
+    if not isinstance(usage, dict):
+        raise BadEvent(f"data.usage must be an object of token counts ({known}), not {_json_kind(usage)}")
+    for key, value in usage.items():
+        if key not in _USAGE_TREE:
+            raise BadEvent(f"data.usage.{key} is not a usage field (known: {known})")
+        sub = _USAGE_TREE[key]
+        if sub is None:
+            if not is_count(value):
+                raise BadEvent(f"data.usage.{key} must be a non-negative integer (a count of tokens), "
+                               f"not {_shown(value)}")
+            continue
+        if not isinstance(value, dict):
+            raise BadEvent(f"data.usage.{key} must be an object such as {{\"{next(iter(sub))}\": 120}}, "
+                           f"not {_json_kind(value)}")
+        for leaf, count in value.items():
+            if leaf not in sub:
+                raise BadEvent(f"data.usage.{key}.{leaf} is not a usage field (known: {known})")
+            if not is_count(count):
+                raise BadEvent(f"data.usage.{key}.{leaf} must be a non-negative integer (a count of tokens), "
+                               f"not {_shown(count)}")
+
+
+def _shown(v: Any) -> str:
+    """A refused value as the message shows it: JSON, cut short."""
+    import json  # error path only
+
+    try:
+        text = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = _json_kind(v)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _json_kind(v: Any) -> str:

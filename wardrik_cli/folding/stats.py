@@ -1,0 +1,586 @@
+"""``stats``: calls, failures, durations, tokens and cost per group, streamed over many logs.
+
+What is counted (the definitions ``wardrik stats --help`` gives, and the tests check against a
+brute-force count). Only events in the window count (``since`` inclusive, ``until``
+exclusive, stored times). Starts and ends are matched within one log.
+
+- ``tool``: a call is counted when its ``tool_call.completed`` or ``tool_call.failed`` is
+  read; it is matched to the ``tool_call.started`` with the same ``data.tool.call.id`` read
+  before it in the same log, which gives its duration (end time - start time) and its name
+  (``data.tool.name`` of the start, else of the end). An end whose start was not read (before
+  ``since``) counts, with no duration. failures: the ``tool_call.failed`` ends.
+- ``model``: a model call is a ``message.started`` .. ``message.completed`` with the same
+  ``data.message.id``, counted at its completion (duration as for tools). A model call's model
+  (under every grouping: its price needs it) is its start's ``data.model``, else its
+  completion's. A model call still open when its log's run
+  ends in ``run.failed`` is counted then, as a failure (duration: start to the run's end),
+  and as a model call with no cost (``unpriced``, under ``run`` and ``agent`` too).
+- ``run``: one group per run whose start or end is in the window (its trace id, which is
+  ``data.run.id``; ``log`` says where it ran); ``agent``: one group per log, whose calls are
+  its runs. A run is counted when its ``run.completed`` or ``run.failed``
+  is read (failures: ``run.failed``), timed from the ``run.started`` of the same trace read
+  before it in the same log.
+- ``type``: ``calls`` is the number of events of each type; durations and failures do not
+  apply (null).
+- ``unended``: starts read with no end in the window: still running, cut off by ``until``,
+  left open when their log's run ended (or a new run began, for runs), or replaced by a
+  start with the same id. They are in no other column.
+- Tokens: the sums of ``data.usage.input_tokens`` and ``output_tokens`` of the
+  ``message.completed`` events in the group (by its model, run, log; under ``type``, the
+  ``message.completed`` row). ``tool`` groups have none (null).
+- Cost of a model call: its ``data.cost_usd`` when the writer gave one; else its usage times
+  the model's prices (``Prices``, from ``.wardrik/config.toml``): (input - cache_read -
+  cache_creation) x input_per_mtok + cache_read x cache_read_per_mtok + cache_creation x
+  cache_creation_per_mtok + output x output_per_mtok, per million tokens (input_tokens
+  counts cached tokens too, as OpenTelemetry's gen_ai.usage.input_tokens does); else none
+  (no usage, no price for its model, cached tokens with no cache price, or cache counts
+  larger than the input). A group's ``cost_usd`` is the sum, rounded to 6 decimals, only when
+  every model call in it has a cost; else null, and ``unpriced`` says how many have none.
+  Never a guess.
+- Percentiles are nearest-rank (the value at rank ceil(p x n) of the sorted durations),
+  exact up to ``Durations.EXACT`` values per group; past that a log-bucketed sketch answers
+  within ``Durations.ALPHA`` (relative) of the exact value. ``max_s`` is always exact.
+
+Memory: the accumulators of each group (a group per run under ``run``), the calls open now
+(at most ``MAX_OPEN``: past that the oldest is counted unended and forgotten), and the
+reader's blocks. Values the protocol refuses (an event written by another tool) are not
+counted: a token count that is not a non-negative integer, a cost that is not a number.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from wardrik_cli.errors import BadConfig, BadInput, CorruptLedger
+from wardrik_cli.protocol.catalogue import DROPPED, PREFIX, is_cost, short_name
+from wardrik_cli.protocol.envelope import trace_id_of
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+
+BY = ("agent", "run", "model", "tool", "type")
+MAX_OPEN = 100_000
+COLUMNS = ("calls", "failures", "error_rate", "unended", "p50_s", "p95_s", "max_s", "input_tokens",
+           "output_tokens", "cost_usd", "unpriced")
+
+_RUN_STARTED, _RUN_COMPLETED, _RUN_FAILED = PREFIX + "run.started", PREFIX + "run.completed", PREFIX + "run.failed"
+_MSG_STARTED, _MSG_COMPLETED = PREFIX + "message.started", PREFIX + "message.completed"
+_TOOL_STARTED, _TOOL_COMPLETED, _TOOL_FAILED = (PREFIX + "tool_call.started", PREFIX + "tool_call.completed",
+                                                PREFIX + "tool_call.failed")
+# The types each grouping reads (None: every event); every other line is passed over undecoded.
+READS: dict[str, frozenset[str] | None] = {
+    "tool": frozenset({_TOOL_STARTED, _TOOL_COMPLETED, _TOOL_FAILED, _RUN_COMPLETED, _RUN_FAILED}),
+    "model": frozenset({_MSG_STARTED, _MSG_COMPLETED, _RUN_COMPLETED, _RUN_FAILED}),
+    "run": frozenset({_RUN_STARTED, _RUN_COMPLETED, _RUN_FAILED, _MSG_STARTED, _MSG_COMPLETED}),
+    "agent": frozenset({_RUN_STARTED, _RUN_COMPLETED, _RUN_FAILED, _MSG_STARTED, _MSG_COMPLETED}),
+    "type": None,
+}
+
+
+def check_by(by: str) -> str:
+    if by not in BY:
+        raise BadInput(f"--by {by!r}: use one of {', '.join(BY)}")
+    return by
+
+
+# ---------------------------------------------------------------------------------------
+# prices
+# ---------------------------------------------------------------------------------------
+PRICE_FIELDS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_creation_per_mtok")
+PRICE_REQUIRED = PRICE_FIELDS[:2]
+
+
+class Price:
+    """US dollars per million tokens of one model (a plain class: no dataclass start-up cost)."""
+
+    __slots__ = ("input", "output", "cache_read", "cache_creation")
+
+    def __init__(self, input: float, output: float, cache_read: float | None = None,
+                 cache_creation: float | None = None):
+        self.input, self.output, self.cache_read, self.cache_creation = input, output, cache_read, cache_creation
+
+    def cost(self, usage: dict[str, Any]) -> float | None:
+        """The price of one call's ``data.usage``; None when it cannot be known exactly."""
+        inp, out = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+        cr = _count(usage.get("cache_read"), "input_tokens")
+        cc = _count(usage.get("cache_creation"), "input_tokens")
+        if (cr and self.cache_read is None) or (cc and self.cache_creation is None) or cr + cc > inp:
+            return None
+        return ((inp - cr - cc) * self.input + cr * (self.cache_read or 0.0) + cc * (self.cache_creation or 0.0)
+                + out * self.output) / 1_000_000
+
+
+Prices = dict[str, Price]
+
+
+def load_prices(root: Root) -> Prices:
+    """The ``[prices."provider:name"]`` tables of ``.wardrik/config.toml`` ({} without one).
+    ``BadConfig`` (exit 2) names the file and the key of anything missing, unknown or not a
+    non-negative number."""
+    f = root.tool_dir / "config.toml"
+    try:
+        raw = f.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise BadConfig(f"cannot read {f}: {e.strerror}") from None
+    import tomllib
+
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise BadConfig(f"{f}: not valid TOML: {e}") from None
+    return parse_prices(doc.get("prices"), f)
+
+
+def parse_prices(table: Any, where: Path | str) -> Prices:
+    example = '[prices."anthropic:claude-haiku-4-5"] input_per_mtok = 1.0, output_per_mtok = 5.0'
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise BadConfig(f"{where}: prices must be a table of models, e.g. {example}")
+    out: Prices = {}
+    for model, spec in table.items():
+        key = f'prices."{model}"'
+        if not isinstance(spec, dict):
+            raise BadConfig(f"{where}: {key} must be a table, e.g. {example}")
+        for name in spec:
+            if name not in PRICE_FIELDS:
+                raise BadConfig(f"{where}: {key}.{name} is not a price (known: {', '.join(PRICE_FIELDS)})")
+        values: dict[str, float | None] = {}
+        for name in PRICE_FIELDS:
+            if name not in spec:
+                if name in PRICE_REQUIRED:
+                    raise BadConfig(f"{where}: {key}.{name} is missing (US dollars per million tokens; "
+                                    f"needed: {', '.join(PRICE_REQUIRED)})")
+                values[name] = None
+                continue
+            v = spec[name]
+            if not is_cost(v):
+                raise BadConfig(f"{where}: {key}.{name} must be a non-negative number (US dollars per million "
+                                f"tokens), not {v!r}")
+            values[name] = float(v)
+        inp, outp = values["input_per_mtok"], values["output_per_mtok"]
+        assert inp is not None and outp is not None  # required, checked above
+        out[str(model)] = Price(inp, outp, values["cache_read_per_mtok"], values["cache_creation_per_mtok"])
+    return out
+
+
+def _count(d: Any, key: str) -> int:
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if type(v) is int and v >= 0 else 0  # is_count, spelled out for the type checker
+
+
+def call_cost(data: dict[str, Any], model: Any, prices: Prices) -> float | None:
+    """A model call's cost (its ``message.completed`` data): cost_usd, else usage x price, else None."""
+    given = data.get("cost_usd")
+    if given is not None and is_cost(given):
+        return float(given)
+    usage = data.get("usage")
+    price = prices.get(model) if isinstance(model, str) else None
+    if price is None or not isinstance(usage, dict):
+        return None
+    return price.cost(usage)
+
+
+# ---------------------------------------------------------------------------------------
+# durations
+# ---------------------------------------------------------------------------------------
+class Durations:
+    """Durations (seconds) of one group: exact up to ``EXACT`` values, then a sketch of
+    log-spaced buckets (relative accuracy ``ALPHA``: at most ~1,500 buckets from 1 us to a
+    year), so a group's memory is bounded however many calls it has."""
+
+    EXACT = 4096
+    ALPHA = 0.005
+    _GAMMA = (1 + ALPHA) / (1 - ALPHA)
+    _LOG_GAMMA = math.log(_GAMMA)
+    TINY = 1e-6  # at or below: the zero bucket (stored times have microseconds)
+
+    __slots__ = ("values", "buckets", "zeros", "n", "max")
+
+    def __init__(self) -> None:
+        self.values: list[float] | None = []
+        self.buckets: dict[int, int] = {}
+        self.zeros = 0
+        self.n = 0
+        self.max: float | None = None
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        if self.max is None or x > self.max:
+            self.max = x
+        if self.values is not None:
+            self.values.append(x)
+            if len(self.values) > self.EXACT:
+                values, self.values = self.values, None
+                for v in values:
+                    self._bucket(v)
+            return
+        self._bucket(x)
+
+    def _bucket(self, x: float) -> None:
+        if x <= self.TINY:
+            self.zeros += 1
+        else:
+            i = math.ceil(math.log(x) / self._LOG_GAMMA)
+            self.buckets[i] = self.buckets.get(i, 0) + 1
+
+    def quantile(self, p: float) -> float | None:
+        """Nearest rank: the value at rank ceil(p x n) (exact, or the sketch's estimate of it)."""
+        if self.n == 0:
+            return None
+        rank = max(1, math.ceil(p * self.n))
+        if self.values is not None:
+            return sorted(self.values)[rank - 1]
+        seen = self.zeros
+        if rank <= seen:
+            return 0.0
+        for i in sorted(self.buckets):
+            seen += self.buckets[i]
+            if rank <= seen:
+                estimate = 2 * self._GAMMA ** i / (self._GAMMA + 1)
+                return min(estimate, self.max) if self.max is not None else estimate
+        return self.max
+
+
+def seconds_between(start: str, end: str) -> float | None:
+    """Seconds from one stored time to another (microsecond exact); None if either is not a time."""
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# groups
+# ---------------------------------------------------------------------------------------
+class Group:
+    __slots__ = ("calls", "failures", "unended", "durations", "input_tokens", "output_tokens", "cost", "unpriced",
+                 "first", "is_run", "log")
+
+    def __init__(self, first: str, log: str | None = None) -> None:
+        self.calls = self.failures = self.unended = 0
+        self.durations = Durations()
+        self.input_tokens = self.output_tokens = 0
+        self.cost = 0.0
+        self.unpriced = 0
+        self.first = first  # the time it was first seen (runs are listed in this order)
+        self.is_run = False
+        self.log = log  # under --by run: the log the run is in
+
+    def ended(self, failed: bool, took: float | None) -> None:
+        self.calls += 1
+        if failed:
+            self.failures += 1
+        if took is not None:
+            self.durations.add(took)
+
+    def model_call(self, data: dict[str, Any], model: Any, prices: Prices) -> None:
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.input_tokens += _count(usage, "input_tokens")
+            self.output_tokens += _count(usage, "output_tokens")
+        c = call_cost(data, model, prices)
+        if c is None:
+            self.unpriced += 1
+        else:
+            self.cost += c
+
+    def row(self, by: str, key: Any) -> dict[str, Any]:
+        timed = by != "type"
+        tokens = by != "tool" and (by != "type" or key == "message.completed")
+        d = self.durations
+        head: dict[str, Any] = {by: key, "log": self.log} if by == "run" else {by: key}
+        return head | {
+            "calls": self.calls,
+            "failures": self.failures if timed else None,
+            "error_rate": (self.failures / self.calls if self.calls else None) if timed else None,
+            "unended": self.unended if timed else None,
+            "p50_s": d.quantile(0.50) if timed else None,
+            "p95_s": d.quantile(0.95) if timed else None,
+            "max_s": d.max if timed else None,
+            "input_tokens": self.input_tokens if tokens else None,
+            "output_tokens": self.output_tokens if tokens else None,
+            "cost_usd": (round(self.cost, 6) if self.unpriced == 0 else None) if tokens else None,
+            "unpriced": self.unpriced if tokens else None,
+        }
+
+
+class _Open:
+    """Starts waiting for their end, by (log, id), oldest first; at most ``MAX_OPEN``."""
+
+    def __init__(self, on_evict: Callable[[Any], None], limit: int = MAX_OPEN):
+        self.items: OrderedDict[tuple[str, Any], tuple[Any, str]] = OrderedDict()
+        self.by_log: dict[str, set[Any]] = {}
+        self.on_evict, self.limit = on_evict, limit
+
+    def put(self, log: str, ident: Any, group: Any, time: str) -> None:
+        k = (log, ident)
+        old = self.items.pop(k, None)
+        if old is not None:
+            self.on_evict(old[0])  # replaced by a start with the same id: the first never ended
+        self.items[k] = (group, time)
+        self.by_log.setdefault(log, set()).add(ident)
+        if len(self.items) > self.limit:
+            (olog, oid), (ogroup, _t) = self.items.popitem(last=False)
+            self.by_log[olog].discard(oid)
+            self.on_evict(ogroup)
+
+    def pop(self, log: str, ident: Any) -> tuple[Any, str] | None:
+        got = self.items.pop((log, ident), None)
+        if got is not None:
+            self.by_log[log].discard(ident)
+        return got
+
+    def drain(self, log: str) -> Iterator[tuple[Any, str]]:
+        """Every start open in ``log`` (forgotten as they are handed out)."""
+        ids = self.by_log.pop(log, None)
+        for ident in ids or ():
+            got = self.items.pop((log, ident), None)
+            if got is not None:
+                yield got
+
+    def forget(self, log: str) -> None:
+        for _started in self.drain(log):
+            pass
+
+    def rest(self) -> Iterator[Any]:
+        for group, _t in self.items.values():
+            yield group
+
+
+def _ident(v: Any) -> Any:
+    """A call or message id as a dict key: a string as it is, anything else by its JSON (an
+    id written as an object by another tool must not stop the count)."""
+    if isinstance(v, str) or v is None:
+        return v
+    import orjson
+
+    try:
+        return "json:" + orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(v)
+
+
+def _key(v: Any) -> str | None:
+    """A group's name from data: a string as it is; anything else (a number, an object) is
+    no name (null): groups are names."""
+    return v if isinstance(v, str) else None
+
+
+# ---------------------------------------------------------------------------------------
+# the count
+# ---------------------------------------------------------------------------------------
+class StatsResult:
+    """``by``, the window and one row per group (``rows``), plus ``dropped``: {log: events
+    that retention dropped inside the window} (not counted: they are gone)."""
+
+    def __init__(self, by: str, since: str | None, until: str | None, rows: list[dict[str, Any]],
+                 dropped: dict[str, int]):
+        self.by, self.since, self.until, self.rows, self.dropped = by, since, until, rows, dropped
+
+    def to_json(self) -> dict[str, Any]:
+        return {"by": self.by, "since": self.since, "until": self.until, "groups": self.rows}
+
+
+class Counter:
+    """Feed it events (``add(log, event)``) in each log's order; ``rows()`` gives the answer."""
+
+    def __init__(self, by: str, prices: Prices | None = None, max_open: int = MAX_OPEN):
+        self.by = check_by(by)
+        self.prices = prices or {}
+        self.groups: dict[Any, Group] = {}
+        self.max_open = max_open
+        self.open = _Open(self._unended, max_open)
+        self.runs: dict[str, tuple[str, str]] = {}  # log -> (trace id, start time) of its open run
+        # Under run, agent and type: the model of each model call open now (its price needs it).
+        self.models = _Open(lambda _key: None, max_open)
+        self.add = {"tool": self._tool, "model": self._model, "run": self._run, "agent": self._run,
+                    "type": self._type}[by]
+
+    def _group(self, key: Any, time: str, log: str | None = None) -> Group:
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = Group(time, log)
+        return g
+
+    def _unended(self, key: Any) -> None:
+        g = self.groups.get(key)
+        if g is not None:
+            g.unended += 1
+
+    # -- tool -------------------------------------------------------------------------------
+    def _tool(self, log: str, e: dict[str, Any]) -> None:
+        t, d, time = e.get("type"), _data(e), e.get("time", "")
+        if t == _TOOL_STARTED:
+            name = _key(_g(d, "tool", "name"))
+            self._group(name, time)
+            self.open.put(log, _ident(_g(d, "tool", "call", "id")), name, time)
+        elif t == _TOOL_COMPLETED or t == _TOOL_FAILED:
+            got = self.open.pop(log, _ident(_g(d, "tool", "call", "id")))
+            if got is not None:
+                name, began = got
+                took = seconds_between(began, time)
+            else:
+                name, took = _key(_g(d, "tool", "name")), None
+            self._group(name, time).ended(t == _TOOL_FAILED, took)
+        elif t == _RUN_COMPLETED or t == _RUN_FAILED:
+            for name, _began in self.open.drain(log):
+                self._unended(name)
+
+    # -- model ------------------------------------------------------------------------------
+    def _model(self, log: str, e: dict[str, Any]) -> None:
+        t, d, time = e.get("type"), _data(e), e.get("time", "")
+        if t == _MSG_STARTED:
+            model = _key(d.get("model"))
+            self._group(model, time)
+            self.open.put(log, _ident(_g(d, "message", "id")), model, time)
+        elif t == _MSG_COMPLETED:
+            got = self.open.pop(log, _ident(_g(d, "message", "id")))
+            if got is not None:
+                model, began = got
+                if model is None:
+                    model = _key(d.get("model"))
+                took = seconds_between(began, time)
+            else:
+                model, took = _key(d.get("model")), None
+            g = self._group(model, time)
+            g.ended(False, took)
+            g.model_call(d, model, self.prices)
+        elif t == _RUN_FAILED:
+            for model, began in self.open.drain(log):
+                g = self._group(model, time)
+                g.ended(True, seconds_between(began, time))
+                g.unpriced += 1  # no usage, no cost_usd: what it cost is not known
+        elif t == _RUN_COMPLETED:
+            for model, _began in self.open.drain(log):
+                self._unended(model)
+
+    # -- run and agent ----------------------------------------------------------------------
+    def _run(self, log: str, e: dict[str, Any]) -> None:
+        t, time = e.get("type"), e.get("time", "")
+        trace = trace_id_of(e)
+        per_run = self.by == "run"
+        if t == _MSG_STARTED or t == _MSG_COMPLETED:
+            d = _data(e)
+            model = self._model_of(log, t, d, time)
+            if t == _MSG_COMPLETED:
+                self._group((log, trace) if per_run else log, time, log).model_call(d, model, self.prices)
+            return
+        if t == _RUN_FAILED:  # its open model calls failed: what they cost is not known
+            failed = sum(1 for _started in self.models.drain(log))
+            if failed:
+                self._group((log, trace) if per_run else log, time, log).unpriced += failed
+        elif t == _RUN_COMPLETED:
+            self.models.forget(log)  # the run is over: so are its model calls
+        if t == _RUN_STARTED:
+            old = self.runs.get(log)
+            if old is not None:
+                self._unended((log, old[0]) if per_run else log)  # a new run began: the last one never ended
+            self.runs[log] = (trace or "", time)
+            g = self._group((log, trace) if per_run else log, time, log)
+            g.is_run = True
+        elif t == _RUN_COMPLETED or t == _RUN_FAILED:
+            open_run = self.runs.get(log)
+            took = None
+            if open_run is not None and open_run[0] == trace:
+                del self.runs[log]
+                took = seconds_between(open_run[1], time)
+            g = self._group((log, trace) if per_run else log, time, log)
+            g.is_run = True
+            g.ended(t == _RUN_FAILED, took)
+
+    # -- type -------------------------------------------------------------------------------
+    def _type(self, log: str, e: dict[str, Any]) -> None:
+        t = e.get("type")
+        g = self._group(short_name(t) if isinstance(t, str) else None, e.get("time", ""))
+        g.calls += 1
+        if t == _MSG_STARTED or t == _MSG_COMPLETED:
+            d = _data(e)
+            model = self._model_of(log, t, d, e.get("time", ""))
+            if t == _MSG_COMPLETED:
+                g.model_call(d, model, self.prices)
+        elif t == _RUN_COMPLETED or t == _RUN_FAILED:
+            self.models.forget(log)  # the run is over: so are its model calls
+
+    def _model_of(self, log: str, t: Any, d: dict[str, Any], time: str) -> str | None:
+        """A model call's model (for its price): remembered at its start, told at its end."""
+        ident = _ident(_g(d, "message", "id"))
+        if t == _MSG_STARTED:
+            model = _key(d.get("model"))
+            self.models.put(log, ident, model, time)
+            return model
+        got = self.models.pop(log, ident)
+        started = got[0] if got is not None else None
+        return started if started is not None else _key(d.get("model"))
+
+    # -- the answer -------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        for key in self.open.rest():
+            self._unended(key)
+        self.open = _Open(self._unended, self.max_open)
+        for log, (trace, _t) in self.runs.items():
+            self._unended((log, trace) if self.by == "run" else log)  # started, never ended in the window
+        self.runs = {}
+        items = list(self.groups.items())
+        if self.by in ("run", "agent"):
+            items = [(k, g) for k, g in items if g.is_run or self.by == "agent"]
+        if self.by == "run":  # keyed by (log, trace id): a run id is unique only within a log, strictly
+            items.sort(key=lambda kg: (kg[1].first, kg[0]))
+            return [g.row(self.by, k[1]) for k, g in items]
+        items.sort(key=lambda kg: (kg[0] is None, kg[0] or ""))
+        return [g.row(self.by, k) for k, g in items]
+
+
+def _data(e: dict[str, Any]) -> dict[str, Any]:
+    d = e.get("data")
+    return d if isinstance(d, dict) else {}
+
+
+def _g(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def count(events: Iterable[tuple[str, dict[str, Any]]], by: str, prices: Prices | None = None) -> list[dict[str, Any]]:
+    """The rows for ``(log, event)`` pairs given in each log's order (the window already applied)."""
+    c = Counter(by, prices)
+    add = c.add
+    for log, e in events:
+        add(log, e)
+    return c.rows()
+
+
+def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None, until: str | None = None,
+          prices: Prices | None = None, on_corrupt: Callable[[CorruptLedger], None] | None = None,
+          warn: Callable[[str], None] | None = None) -> StatsResult:
+    """Stream the matched logs (each oldest first, through ``read.reader.Reader``) into the
+    rows of ``by``; ``since``/``until`` are stored times."""
+    from wardrik_cli.read.reader import Filters, Reader
+
+    check_by(by)
+    reads = READS[by]
+    filters = Filters(types=reads, since=since, until=until)
+    c = Counter(by, prices)
+    add = c.add
+    dropped: dict[str, int] = {}
+    # One log at a time: starts and ends pair within a log, and the sums do not depend on the
+    # order logs come in, so no merge is needed (a merge over many logs keeps the lines it
+    # holds as bytes and decodes them again; one log's scan hands each line out decoded).
+    for log in logs:
+        with Reader([log], None, filters=filters, deployment=deployment, on_corrupt=on_corrupt, warn=warn) as reader:
+            name = log.name
+            for it in reader:
+                ev = it.event
+                if it.seq is None and ev.get("type") == DROPPED:
+                    dropped[name] = int(_g(ev, "data", "count") or 0)
+                    continue
+                add(name, ev)
+    return StatsResult(by, since, until, c.rows(), dropped)
