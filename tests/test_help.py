@@ -150,7 +150,7 @@ def test_shell_completion(tmp_path):
     (("tial", "acme/*"), b"Did you mean 'tail'?"),
     (("page", "acme/*", "-t", "tool_call.fail"), b"did you mean tool_call.failed"),
     (("page", "acme/triag"), b"did you mean acme/triage?"),
-    (("fold", "acme/triage", "--view", "timline"), b"use state, timeline, activity or MODULE:NAME"),
+    (("fold", "acme/triage", "--view", "timline"), b"use state, timeline, activity, usage or MODULE:NAME"),
     (("compact", "--retention", "30days"), b"e.g. 30s, 90m, 12h, 7d, 4w"),
     (("page", "acme/*", "--since", "tomorow"), b"a duration ago (15m, 1h30m, 2h ago)"),
 ])

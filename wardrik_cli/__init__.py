@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the same names, seen statically by type checkers and editor
         NoSuchRoot, WardrikError, WriteFailed,
     )
     from wardrik_cli.folding.engine import FoldResult, fold
+    from wardrik_cli.folding.stats import load_prices, stats
+    from wardrik_cli.folding.usage import UsageView
     from wardrik_cli.follow.listener import Listener
     from wardrik_cli.follow.follower import stream, tail_items
     from wardrik_cli.follow.append_stream import append_stream
@@ -62,6 +64,7 @@ _DEFINED_IN = {
     'NoSuchRoot': 'wardrik_cli.errors',
     'Reader': 'wardrik_cli.read.reader',
     'Root': 'wardrik_cli.store.layout',
+    'UsageView': 'wardrik_cli.folding.usage',
     'WardrikError': 'wardrik_cli.errors',
     'WriteFailed': 'wardrik_cli.errors',
     'append': 'wardrik_cli.store.append',
@@ -72,10 +75,12 @@ _DEFINED_IN = {
     'encode_cursor': 'wardrik_cli.protocol.cursor',
     'fold': 'wardrik_cli.folding.engine',
     'head': 'wardrik_cli.read.reader',
+    'load_prices': 'wardrik_cli.folding.stats',
     'make_item': 'wardrik_cli.store.append',
     'publish_live': 'wardrik_cli.follow.publish',
     'record_audit': 'wardrik_cli.store.audit',
     'resolve_logs': 'wardrik_cli.read.reader',
+    'stats': 'wardrik_cli.folding.stats',
     'stream': 'wardrik_cli.follow.follower',
     'tail_items': 'wardrik_cli.follow.follower',
     'validate_log_id': 'wardrik_cli.protocol.names',
@@ -84,9 +89,9 @@ _DEFINED_IN = {
 __all__ = [
     "AppendItem", "BadCursor", "BadEvent", "BadInput", "BadLogId", "BadPattern", "CorruptLedger", "ExitCode",
     "Failure", "Filters", "FoldResult", "Item", "Listener", "LockTimeout", "Log", "NoSuchLog", "NoSuchRoot",
-    "Reader", "Root", "WardrikError", "WriteFailed", "append", "append_event", "append_stream", "compact",
-    "decode_cursor", "encode_cursor", "fold", "head", "make_item", "publish_live", "record_audit", "resolve_logs",
-    "stream", "tail_items", "validate_log_id",
+    "Reader", "Root", "UsageView", "WardrikError", "WriteFailed", "append", "append_event", "append_stream",
+    "compact", "decode_cursor", "encode_cursor", "fold", "head", "load_prices", "make_item", "publish_live",
+    "record_audit", "resolve_logs", "stats", "stream", "tail_items", "validate_log_id",
 ]
 
 

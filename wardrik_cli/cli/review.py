@@ -120,7 +120,7 @@ def fold(
         metavar="LOG", help="Log id, or a path to a .jsonl file anywhere (an evidence copy).", show_default=False)],
     view: Annotated[str, typer.Option(
         "--view", metavar="VIEW",  # no short option: -v is --verbose everywhere
-        help="state, timeline, activity, or MODULE:NAME "
+        help="state, timeline, activity, usage (tokens and cost summed), or MODULE:NAME "
              "(an object with initial() and apply(state, event)).")] = "state",
     at: Annotated[int | None, typer.Option(
         "--at", metavar="SEQ", help="Stop after the event with this sequence.")] = None,

@@ -435,7 +435,8 @@ def load(spec: str) -> Any:
     if spec in BUILTIN:
         return BUILTIN[spec]()
     if ":" not in spec:
-        raise BadView(f"unknown view {spec!r}: use state, timeline, activity or MODULE:NAME (e.g. myviews:Errors)")
+        raise BadView(f"unknown view {spec!r}: use state, timeline, activity, usage or MODULE:NAME "
+                      "(e.g. myviews:Errors)")
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise BadView(f"bad view {spec!r}: expected MODULE:NAME, e.g. myviews:Errors")
