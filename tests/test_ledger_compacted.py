@@ -44,3 +44,13 @@ def test_a_bad_actor_is_refused_before_anything_is_swept(root):
     p = run_cli("compact", "--actor", "bad one", root=root)
     assert p.returncode == 2 and p.stderr.startswith(b"error:") and b"--actor" in p.stderr
     assert (root / "acme" / "a.jsonl").read_bytes() == before
+
+
+def test_the_pretty_summary_names_the_log_once_or_counts_each():
+    from wardrik_cli.cli.render.summary import summarize as summary
+
+    one = {"type": "wardrik.ledger.compacted", "data": {"logs": {"acme/old": 50}, "actor": "root@vm"}}
+    assert summary(one) == "dropped 50 from acme/old · by root@vm"
+    many = {"type": "wardrik.ledger.compacted",
+            "data": {"logs": {"a/1": 1, "a/2": 2, "a/3": 3, "a/4": 4}, "actor": "cron@h"}}
+    assert summary(many) == "dropped 10 from a/1 1, a/2 2, a/3 3 +1 logs · by cron@h"

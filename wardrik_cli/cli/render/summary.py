@@ -144,9 +144,14 @@ def _summarize(event: dict[str, Any]) -> str:
         if not isinstance(logs, dict):
             logs = {}
         total = sum(n for n in logs.values() if isinstance(n, int) and not isinstance(n, bool))
-        shown = ", ".join(f"{one_line(k)} {one_line(v)}" for k, v in list(logs.items())[:3])
-        more = f" +{len(logs) - 3} logs" if len(logs) > 3 else ""
-        return _join(f"dropped {total} from {shown}{more}", f"by {one_line(d.get('actor')) or '?'}")
+        # one log: "dropped 50 from acme/old"; several: the count per log, "acme/a 3, acme/b 9"
+        items = list(logs.items())
+        if len(items) == 1:
+            shown = one_line(items[0][0])
+        else:
+            shown = ", ".join(f"{one_line(k)} {one_line(v)}" for k, v in items[:3])
+            shown += f" +{len(items) - 3} logs" if len(items) > 3 else ""
+        return _join(f"dropped {total} from {shown}", f"by {one_line(d.get('actor')) or '?'}")
     if t in _AUDIT:
         what = one_line(_g(d, "agent", "id") if t.startswith("agent.") else _g(d, "trigger", "name"))
         s = f"{what} by {one_line(d.get('actor')) or '?'}"
