@@ -254,3 +254,13 @@ def test_check_and_types_pretty(tmp_path):
     assert re.search(r"acme/triage +[\d.]+ kB +ok", out)
     t = run_cli("types", "-F", "pretty", root=root, env={"COLUMNS": "80"}).stdout.decode()
     assert all(name in t for name in CASES)
+
+
+def test_a_completed_message_shows_its_tokens_and_cost():
+    from wardrik_cli.cli.render.summary import summarize
+
+    e = {"type": "wardrik.message.completed",
+         "data": {"message": {"id": "m1"}, "usage": {"input_tokens": 1204, "output_tokens": 310}, "cost_usd": 0.0031}}
+    assert summarize(e) == "m1 · 1,204 in · 310 out · $0.0031"
+    bad = {"type": "wardrik.message.completed", "data": {"message": {"id": "m2"}, "usage": {"input_tokens": "x"}}}
+    assert summarize(bad) == "m2"

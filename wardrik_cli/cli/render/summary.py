@@ -85,6 +85,25 @@ def _join(*parts: Any) -> str:
     return " · ".join(p for p in (one_line(x) for x in parts) if p)
 
 
+def _count(n: Any) -> int | None:
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _usage(d: dict[str, Any]) -> str:
+    """``1,204 in · 310 out · $0.0031`` from a message.completed's usage and cost (what is given)."""
+    u = d.get("usage")
+    parts = []
+    if isinstance(u, dict):
+        for key, label in (("input_tokens", "in"), ("output_tokens", "out")):
+            n = _count(u.get(key))
+            if n is not None:
+                parts.append(f"{n:,} {label}")
+    cost = d.get("cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts)
+
+
 def _tool(d: dict[str, Any]) -> str:
     name = one_line(_g(d, "tool", "name"))
     cid = one_line(_g(d, "tool", "call", "id"))
@@ -122,7 +141,7 @@ def _summarize(event: dict[str, Any]) -> str:
     if t in ("message.completed", "reasoning.completed"):
         stop = d.get("stop_reason")
         return _join(_g(d, "message", "id"), words(d.get("text") or _g(d, "message", "text")),
-                     f"({stop})" if stop and t == "message.completed" else "")
+                     f"({stop})" if stop and t == "message.completed" else "", _usage(d))
     if t == "tool_call.started":
         return _join(_tool(d), _args(_g(d, "tool", "args") or d.get("args")))
     if t == "tool_call.completed":
