@@ -86,6 +86,9 @@ def ship(
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q",
         help="Print nothing unless a log is refused (exit 1) or input is bad (exit 2): for cron.")] = False,
+    forget: Annotated[bool, typer.Option(
+        "--forget", help="Remove TARGET's registration (and this root's record of its positions): local "
+                         "compact no longer keeps events for it. Ships nothing.")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Ship logs to object storage, exactly once: each log's complete lines, byte for byte, as segments.
@@ -98,11 +101,17 @@ def ship(
     from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION; file:// is
     a folder on a shared mount. Two roots shipping one log id: refused, exit 1, naming both.
 
+    A target shipped to is registered under .wardrik/ship/, like a replication slot: local
+    compact keeps every event it has not stored (compact --max-ship-lag lets old ones go,
+    and the next ship records that gap in the store). --forget TARGET ends that.
+
     Examples:
 
       wardrik --root /var/lib/wardrik ship s3://ledgers/fleet --follow --interval 30s
 
       */5 * * * *  wardrik --root /var/lib/wardrik ship file:///mnt/ledgers -q
+
+      wardrik ship --forget s3://ledgers/old-bucket
     """
     from wardrik_cli.protocol.times import parse_duration
     from wardrik_cli.remote.ship import Shipper, ShipResult, ship_forever, sources
@@ -112,6 +121,9 @@ def ship(
     every = parse_duration(interval).total_seconds()
     if every <= 0:
         raise BadInput("--interval must be more than no time (e.g. 10s, 1m)")
+    if forget:
+        _forget(inv, target, patterns, follow, quiet)
+        return
     store = open_store(target, inv.env)
     root = inv.root
     root.require_made("ship")
@@ -119,7 +131,8 @@ def ship(
     if follow:
         inv.following = True
         _install(inv, stop)
-    shipper = Shipper(root, store, inv.deployment(), warn=inv.warn, stop=lambda: stop.requested)
+    shipper = Shipper(root, store, inv.deployment(), warn=inv.warn, stop=lambda: stop.requested,
+                      patterns=patterns or None)
     shown = choose(fmt, Format.json)
     refused: set[str] = set()
 
@@ -152,6 +165,28 @@ def ship(
     report(result)
     if result.failed:
         raise typer.Exit(ExitCode.FAILURE)
+
+
+def _forget(inv: Invocation, target: str, patterns: list[str] | None, follow: bool, quiet: bool) -> None:
+    """``ship --forget TARGET``: the registration and the position record go; nothing is shipped."""
+    from urllib.parse import urlsplit
+
+    from wardrik_cli.store import ship_slots
+
+    if patterns or follow:
+        raise BadInput("--forget takes a TARGET only (no patterns, no --follow)")
+    scheme = urlsplit(target).scheme if isinstance(target, str) else ""
+    if scheme not in ("s3", "file"):
+        raise BadInput(f"{target!r} is not a target: use s3://BUCKET/PREFIX or file:///PATH")
+    root = inv.root
+    root.require_made("ship --forget")
+    known = ship_slots.registered_targets(root)
+    removed = ship_slots.forget(root, target)
+    if not removed:
+        inv.warn(f"{target} is not registered on {root.path}; nothing to forget"
+                 + (f" (registered: {', '.join(known)})" if known else ""))
+    elif not quiet:
+        inv.note(f"forgot {ship_slots.normal_url(target)}: compact no longer keeps events for it")
 
 
 @app.command(rich_help_panel="Fleet")

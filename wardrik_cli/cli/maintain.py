@@ -123,6 +123,10 @@ def compact(
     skip_corrupt: Annotated[bool, typer.Option(
         "--skip-corrupt", help="A line that is not an event in the part dropped is kept beside the log and "
                                "warned of, and the sweep exits 0 (without it: exit 1).")] = False,
+    max_ship_lag: Annotated[str | None, typer.Option(
+        "--max-ship-lag", metavar="DURATION",
+        help="Let events older than this go even when a registered ship target has not stored them "
+             "(default: keep them); the gap is recorded and the next ship writes it to the store.")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Drop each log's prefix of events older than the retention (the audit log too).
@@ -137,20 +141,36 @@ def compact(
     bytes kept beside the log, and so are lines in the part dropped that are not events (exit 1
     unless --skip-corrupt). Exit 1 when any log could not be swept (the others still are).
 
+    A ship target this root ships to (wardrik ship) holds back what it has not stored yet,
+    like a replication slot: the log's row says how many events were kept for it, unless
+    --max-ship-lag lets older ones go. With --root s3://BUCKET/PREFIX (or file:///PATH) the
+    sweep runs on the shipped logs: a watermark per log first, then whole expired segments
+    are deleted.
+
     Examples:
 
       0 * * * *  wardrik --root /var/lib/wardrik compact -q
 
       wardrik compact --retention 7d --dry-run
+
+      wardrik --root s3://ledgers/fleet compact --retention 90d
     """
     from wardrik_cli.follow.live import cleanup_stale
     from wardrik_cli.store.retention import compact as do_compact
     from wardrik_cli.store.retention import resolve_max_bytes, resolve_retention
 
     inv = current()
+    where = inv.root_arg or inv.settings.root or ""
+    if str(where).startswith(("s3://", "file://")):
+        _compact_remote(str(where), retention, dry_run, max_bytes, max_ship_lag, quiet, fmt)
+        return
     root = inv.root
     root.require_made("compact")
     text, _ = resolve_retention(root, retention)
+    if max_ship_lag is not None:
+        from wardrik_cli.store.retention import parse_retention
+
+        parse_retention(max_ship_lag)  # bad input before anything is touched (a lag of no time: refused)
     size = resolve_max_bytes(root, max_bytes)
     if actor is not None:
         from wardrik_cli.store.audit import validate_principal
@@ -164,6 +184,7 @@ def compact(
         progress = SweepProgress()
     try:
         result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, actor=actor, warn=inv.warn,
+                            max_ship_lag=max_ship_lag,
                             on_start=progress.start if progress else None,
                             on_log=progress.advance if progress else None, tidy=cleanup_stale)
     finally:
@@ -196,3 +217,49 @@ def compact(
         inv.message(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept; the others were")
         raise typer.Exit(ExitCode.FAILURE)
 
+
+
+def _compact_remote(url: str, retention: str | None, dry_run: bool, max_bytes: str | None,
+                    max_ship_lag: str | None, quiet: bool, fmt: Format | None) -> None:
+    """``compact`` on a shipped root (``remote.compact``): one row per log, exit 1 when any failed."""
+    from wardrik_cli.errors import BadInput
+    from wardrik_cli.remote.compact import compact_remote
+    from wardrik_cli.remote.stores import open_store
+    from wardrik_cli.store.retention import parse_retention
+
+    inv = current()
+    if max_bytes is not None or max_ship_lag is not None:
+        raise BadInput("--max-bytes and --max-ship-lag are for a local root; a shipped root is swept by time "
+                       "(--retention)")
+    if retention is None:
+        raise BadInput("compact of a shipped root needs --retention (there is no config.toml to read it from)")
+    delta = parse_retention(retention)
+    store = open_store(url, inv.env)
+    dep = None
+    if inv.deployment_arg:
+        from wardrik_cli.protocol.names import validate_deployment
+
+        dep = validate_deployment(inv.deployment_arg)
+    result = compact_remote(store, retention, delta, dry_run=dry_run, deployment=dep)
+    shown = choose(fmt, Format.json)
+    if not quiet:
+        if shown == Format.pretty:
+            def say(line: str) -> None:
+                inv.stdout.write(line.encode() + b"\n")
+
+            for r in result.logs:
+                say(f"{r.log}{' (audit)' if r.kind == 'audit' else ''}: "
+                         + (f"would drop {r.dropped}" if dry_run else f"dropped {r.dropped}")
+                         + f" event(s) in {r.segments_deleted} segment(s), kept {r.kept}")
+            say(f"{'would drop' if dry_run else 'dropped'} {result.dropped} event(s), kept {result.kept}, "
+                     f"in {len(result.logs)} log(s) under {store.url} (cutoff {result.cutoff})")
+        elif shown == Format.jsonl:
+            for r in result.logs:
+                write_json(r.to_json(), indent=False)
+        else:
+            write_json(result.to_json(), indent=False)
+    for r in result.failed:
+        inv.message(f"error: {r.log}: not swept: {r.error}")
+    if result.failed:
+        inv.message(f"error: {len(result.failed)} of {len(result.logs)} log(s) could not be swept; the others were")
+        raise typer.Exit(ExitCode.FAILURE)

@@ -14,6 +14,16 @@ Contract kept here:
   last event is before ``since`` is skipped; pulled logs then start at a segment boundary.
 - Several deployments under one prefix: ``deployment`` picks one; without it a log id shipped
   by two deployments is refused (``BadInput``), before anything is written.
+- Dropped events (``remote.gaps``): segments below the log's remote watermark (``compact``
+  on the store) are never read; the pulled log starts at the first kept sequence, and gap
+  records that follow the watermark (events dropped at the source before they were shipped)
+  move that start on. The evidence root then gets the local compaction record for it
+  (``.wardrik/watermarks/<log>@json``: first kept sequence, time and hash of the last line
+  dropped), so its readers print ``events.dropped`` with the count and id a local
+  compaction would give, and ``check`` verifies the audit chain from the watermark's hash. A
+  gap record between two segments cannot be a local record (a local log has one dropped
+  prefix): the evidence log holds the segments on both sides, pull warns naming the gap,
+  and readers of the evidence root warn of a sequence gap there (``check`` reports it).
 """
 from __future__ import annotations
 
@@ -26,10 +36,12 @@ from typing import Any
 
 from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.protocol.names import pattern_regex, validate_pattern
+from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Store
 from wardrik_cli.store.fsutil import fsync_dir, write_all
-from wardrik_cli.store.log import decode_event, peek
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log, decode_event, peek
 
 
 class BadSegment(Failure):
@@ -45,11 +57,15 @@ class LogPulled:
     bytes: int = 0
     first: int = 0
     last: int = 0
+    dropped: int = 0  # events before the first pulled that the store no longer has (or never had)
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # holes between segments (gap records)
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"log": self.log, "kind": self.kind, "segments": self.segments, "events": self.events,
                 "bytes": self.bytes, "first": self.first, "last": self.last,
+                **({"dropped": self.dropped} if self.dropped else {}),
+                **({"gaps": [list(g) for g in self.gaps]} if self.gaps else {}),
                 **({"error": self.error} if self.error else {})}
 
 
@@ -115,14 +131,25 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
     start = keys.base(store.prefix) + (f"deployment={deployment}/" if deployment else "")
     # (deployment, kind, name) -> [(first, day, key)]
     found: dict[tuple[str, str, str], list[keys.Parsed]] = {}
-    for key in store.list(start):
+    others: dict[tuple[str, str, str], list[remote_gaps.Other]] = {}
+    for key in remote_gaps.list_objects(store, start):
         p = keys.parse_key(store.prefix, key)
-        if p is None:
+        o = remote_gaps.parse_other(store.prefix, key) if p is None else None
+        if o is not None and o.what != "owner":
+            kind, name = o.kind, o.name
+        elif p is not None:
+            kind, name = p.kind, p.name
+        else:
             continue
-        if p.kind == keys.AGENTS and rxs and not any(rx.fullmatch(p.name) for rx in rxs):
+        if kind == keys.AGENTS and rxs and not any(rx.fullmatch(name) for rx in rxs):
             continue
-        if p.kind == keys.AUDIT and rxs:
+        if kind == keys.AUDIT and rxs:
             continue  # patterns name agent logs; the audit log comes with a pull of everything
+        if o is not None:
+            others.setdefault((o.deployment, kind, name), []).append(o)
+            found.setdefault((o.deployment, kind, name), [])  # a log whose every segment was deleted
+            continue
+        assert p is not None
         if since_day is not None and p.day < since_day:
             continue
         found.setdefault((p.deployment, p.kind, p.name), []).append(p)
@@ -137,22 +164,33 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
     result = PullResult(str(into), deployments[0] if len(deployments) == 1 else None)
     if len(deployments) == 1:
         _write_new(into / ".wardrik" / "config.toml", f'deployment = "{deployments[0]}"\n'.encode())
-    for (_, kind, name), segs in sorted(found.items(), key=lambda kv: (kv[0][1] != keys.AGENTS, kv[0][2])):
+    evidence = Root(into)
+    for (dep, kind, name), segs in sorted(found.items(), key=lambda kv: (kv[0][1] != keys.AGENTS, kv[0][2])):
         row = LogPulled(name, kind)
         result.logs.append(row)
-        path = into / ".wardrik" / "audit.jsonl" if kind == keys.AUDIT else into / (name + ".jsonl")
+        log = Log.audit(evidence) if kind == keys.AUDIT else Log.agent(evidence, name)
         try:
-            _pull_log(store, segs, path, row, since, warn)
+            _pull_log(store, segs, others.get((dep, kind, name), []), log, row, since, warn)
         except BadSegment as e:
             row.error = str(e)
     return result
 
 
-def _pull_log(store: Store, segs: list[keys.Parsed], path: Path, row: LogPulled, since: str | None,
-              warn: Callable[[str], None]) -> None:
-    segs.sort(key=lambda p: p.first)
+def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Other], log: Log, row: LogPulled,
+              since: str | None, warn: Callable[[str], None]) -> None:
+    path = log.path
+    wm = remote_gaps.latest_watermark(store, others)
+    floor = wm.next_sequence if wm else 0
+    segs = sorted((p for p in segs if p.first >= floor), key=lambda p: p.first)  # below it: never read
+    gaps = {g.first: g for g in remote_gaps.gaps_of(store, others, floor)}
+    # where the log starts: the watermark, moved on by the gap records that follow it
+    start, drop_time, drop_hash = (floor, wm.time, wm.hash) if wm else (1, None, None)
+    while start in gaps and not (segs and segs[0].first <= gaps[start].last):  # a segment wins over a gap
+        g = gaps.pop(start)
+        start, drop_time, drop_hash = g.last + 1, g.time, None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    first_time: str | None = None
     try:
         prev: int | None = None
         for p in segs:
@@ -162,14 +200,27 @@ def _pull_log(store: Store, segs: list[keys.Parsed], path: Path, row: LogPulled,
                 warn(f"{row.log}: {where} was claimed but its bytes never came (a shipper died mid-segment; the "
                      f"next ship completes it): pulled through {prev or 0}")
                 break
-            if prev is not None and p.first != prev + 1:
-                raise BadSegment(f"{where}: starts at {p.first}, but the segment before it ended at {prev}"
-                                 + (" (segments overlap)" if p.first <= prev else
-                                    f" ({p.first - prev - 1} events missing from the store)"))
-            _, t1 = check_segment(where, data, p.first, meta.last, meta.sha256)
+            expect = start if prev is None else prev + 1
+            hole = None
+            while expect in gaps and p.first > expect:
+                g = gaps[expect]
+                hole = (hole[0] if hole else g.first, g.last)
+                expect = g.last + 1
+            if p.first != expect and not (prev is None and since is not None):
+                raise BadSegment(f"{where}: starts at {p.first}, but the segment before it ended at {expect - 1}"
+                                 + (" (segments overlap)" if p.first < expect else
+                                    f" ({p.first - expect} events missing from the store)"))
+            t0, t1 = check_segment(where, data, p.first, meta.last, meta.sha256)
             if since is not None and prev is None and t1 < since:
                 continue  # wholly before --since: the pulled log starts at a later segment
+            if hole is not None and prev is not None:
+                row.gaps.append(hole)
+                warn(f"{row.log}: events {hole[0]} to {hole[1]} were dropped at the source before they were "
+                     f"shipped (a gap record in {store.url}); readers of the evidence root warn of a sequence gap "
+                     "there")
             write_all(fd, data)
+            if prev is None:
+                first_time = t0
             row.segments += 1
             row.events += data.count(b"\n")
             row.bytes += len(data)
@@ -179,6 +230,25 @@ def _pull_log(store: Store, segs: list[keys.Parsed], path: Path, row: LogPulled,
     finally:
         os.close(fd)
     fsync_dir(path.parent)
+    if start > 1 and (row.first == start or (row.first == 0 and not segs)):
+        _write_record(log, start, drop_time, drop_hash, first_time)
+        row.dropped = start - 1
+    elif row.first > 1:
+        row.dropped = row.first - 1
+
+
+def _write_record(log: Log, next_seq: int, drop_time: str | None, drop_hash: str | None,
+                  first_time: str | None) -> None:
+    """The local compaction record of a pulled log that starts at ``next_seq`` (``store.replace``'s
+    format: readers accept it because the first event's sequence is ``next_seq``, or, for an
+    empty log, because the inode and mtime are the file's)."""
+    import orjson
+
+    st = os.stat(log.path)
+    rec = {"inode": st.st_ino, "mtime_ns": st.st_mtime_ns, "next_sequence": next_seq, "time": drop_time,
+           "hash": drop_hash, "first_time_kept": first_time}
+    _write_new(log.watermark_path, orjson.dumps(rec))
+    fsync_dir(log.watermark_path.parent)
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -186,5 +256,6 @@ def _write_new(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         write_all(fd, data)
+        os.fsync(fd)
     finally:
         os.close(fd)

@@ -17,7 +17,18 @@ Contract kept here:
   anything, even when its segments' keys (their days) differ from the first root's.
 - After local compaction (the first kept sequence moved on) shipping goes on from the
   position; if events after the position were dropped before they were shipped, the log is
-  refused rather than leaving a gap in the store.
+  refused rather than leaving a gap in the store, unless the sweep recorded that gap
+  (``compact --max-ship-lag``, ``store.ship_slots``): then the gap is written to the store
+  (``remote.gaps``: ``log=ID/gaps/SSSSSSSSSSSS.json``, with the conditional create, keyed by
+  its first sequence like a segment) and shipping goes on after it; the local record is
+  cleared once the store's position is past it.
+- Registration (a replication slot): before the first segment of a run is shipped,
+  ``.wardrik/ship/<target>.slot.json`` records, durably, that this root ships to the target
+  (with the deployment and the patterns shipped), and local ``compact`` then keeps every
+  event the target has not stored (``store.retention``). ``--forget`` removes it.
+- The position read from the store also follows the log's gap records and its remote
+  retention watermark (``remote.compact``): a log whose old segments were deleted there
+  goes on after the watermark, never shipping them again.
 
 Exactly once, under kill -9 at any instant and any number of shippers at once: a segment is
 written only by a conditional create (``Store.create``), so at most one object ever exists
@@ -46,9 +57,10 @@ import orjson
 
 from wardrik_cli.errors import CorruptLedger, Failure, NoSuchLog, NotRegular, WardrikError
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards
+from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Meta, Store
-from wardrik_cli.store import lines
+from wardrik_cli.store import lines, ship_slots
 from wardrik_cli.store.fsutil import fsync_dir, write_all, write_atomic
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import _TYPE_KEY, HEAD, Log, LogView, decode_event, peek
@@ -230,9 +242,9 @@ class PositionCache:
     A cache only: every entry is checked against the store before it is used."""
 
     def __init__(self, root: Root, target: str):
-        name = hashlib.sha256(target.encode()).hexdigest()[:16]
-        self.path = root.tool_dir / "ship" / f"{name}.json"
-        self.target = target
+        # store.ship_slots reads it too: the replication slot's confirmed positions
+        self.path = ship_slots.positions_path(root, target)
+        self.target = ship_slots.normal_url(target)
         self.logs: dict[str, dict[str, Any]] = {}
         self.dirty = False
         try:
@@ -276,11 +288,14 @@ class LogShipped:
     bytes: int = 0
     confirmed: int = 0  # segments found already shipped (by this root)
     through: int = 0  # last sequence in the store
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # gaps written to the store
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"log": self.log, "kind": self.kind, "segments": self.segments, "events": self.events,
-                "bytes": self.bytes, "through": self.through, **({"error": self.error} if self.error else {})}
+                "bytes": self.bytes, "through": self.through,
+                **({"gaps": [list(g) for g in self.gaps]} if self.gaps else {}),
+                **({"error": self.error} if self.error else {})}
 
 
 @dataclass
@@ -292,7 +307,7 @@ class ShipResult:
         return [r for r in self.logs if r.error]
 
     def to_json(self) -> dict[str, Any]:
-        shipped = [r for r in self.logs if r.segments or r.error]
+        shipped = [r for r in self.logs if r.segments or r.error or r.gaps]
         return {"logs": [r.to_json() for r in shipped], "segments": sum(r.segments for r in self.logs),
                 "events": sum(r.events for r in self.logs), "bytes": sum(r.bytes for r in self.logs)}
 
@@ -302,9 +317,13 @@ class Shipper:
     confirmed, so ``--follow`` asks the store only about what is new)."""
 
     def __init__(self, root: Root, store: Store, deployment: str, *, warn: Callable[[str], None],
-                 stop: Callable[[], bool] = lambda: False, segment_max: int = SEGMENT_MAX):
+                 stop: Callable[[], bool] = lambda: False, segment_max: int = SEGMENT_MAX,
+                 patterns: list[str] | None = None):
         root.require_made("ship")
         self.root, self.store, self.deployment = root, store, deployment
+        self.patterns = list(patterns) if patterns else None
+        self.registered = False
+        self.gaps_done: dict[tuple[str, str], int] = {}  # logs whose local gap record the store now covers
         self.warn, self.stop, self.segment_max = warn, stop, segment_max
         self.root_id, self.where = root_identity(root)
         self.cache = PositionCache(root, store.url)
@@ -331,7 +350,17 @@ class Shipper:
                         self.refused[ident] = str(e)
         finally:
             self.cache.save()
+            if self.gaps_done:
+                ship_slots.clear_gaps(self.root, self.store.url, self.gaps_done)
+                self.gaps_done = {}
         return result
+
+    def _register(self) -> None:
+        """The durable registration, once per process, before anything is shipped: from now
+        on local compaction keeps what this target lacks."""
+        if not self.registered:
+            ship_slots.register(self.root, self.store.url, self.deployment, self.patterns)
+            self.registered = True
 
     # -- one log -------------------------------------------------------------------
     def _prefix(self, src: Source) -> str:
@@ -352,12 +381,17 @@ class Shipper:
                 pos, cached = self._position(src, ident, first_local)
                 if not cached:
                     self._own(src, ident)  # a confirmed cache entry is a segment of ours: we own the log
-            if pos + 1 < first_local and pos > 0:
-                pos, _ = self._position(src, ident, first_local, from_store=True)  # the cache may be behind
+            self._register()
+            if pos + 1 < first_local:
+                if pos > 0:
+                    pos, _ = self._position(src, ident, first_local, from_store=True)  # the cache may be behind
+                if pos + 1 < first_local:
+                    pos = self._write_gaps(src, ident, pos, first_local, row)
                 if pos + 1 < first_local and pos > 0:
                     raise LogRefused(f"{src.name}: events {pos + 1} to {first_local - 1} were compacted away here "
-                                     f"before they were shipped to {self.store.url} (shipped through {pos}); "
-                                     "refusing to leave a gap in the store")
+                                     f"before they were shipped to {self.store.url} (shipped through {pos}), and no "
+                                     "sweep recorded it (compact --max-ship-lag does); refusing to leave a gap in "
+                                     "the store")
             if pos == 0 and first_local > 1:
                 self.warn(f"{src.name}: the store has none of this log and its first {first_local - 1} events were "
                           f"compacted away here; shipping from {first_local}")
@@ -395,21 +429,72 @@ class Shipper:
                 return last, True
             self.cache.drop(ident)
         best: keys.Parsed | None = None
-        for k in self.store.list(self._prefix(src)):
+        others: list[remote_gaps.Other] = []
+        for k in remote_gaps.list_objects(self.store, self._prefix(src)):
             p = keys.parse_key(self.store.prefix, k)
-            if p is not None and p.kind == src.kind and p.name == src.name and p.deployment == self.deployment \
+            if p is None:
+                o = remote_gaps.parse_other(self.store.prefix, k)
+                if o is not None and o.kind == src.kind and o.name == src.name and o.deployment == self.deployment:
+                    others.append(o)
+                continue
+            if p.kind == src.kind and p.name == src.name and p.deployment == self.deployment \
                     and (best is None or p.first > best.first):
                 best = p
-        if best is None:
-            return 0, False
-        if best.first >= first_local:
-            return best.first - 1, False  # try it again: the conditional create confirms it against the local lines
-        meta = self.store.read_meta(best.key)
-        if meta is None:
-            return best.first - 1, False
-        if meta.root_id != self.root_id:
-            raise self._two_roots(src, meta)
-        return meta.last, False  # its lines are compacted away here: its metadata is all there is to go on
+        wm = remote_gaps.latest_watermark(self.store, others)
+        pos = 0
+        if best is not None and best.first >= first_local:
+            pos = best.first - 1  # try it again: the conditional create confirms it against the local lines
+        elif best is not None:
+            meta = self.store.read_meta(best.key)
+            if meta is None:
+                pos = best.first - 1
+            elif meta.root_id != self.root_id:
+                raise self._two_roots(src, meta)
+            else:
+                pos = meta.last  # its lines are compacted away here: its metadata is all there is to go on
+        if wm is not None and wm.next_sequence - 1 > pos:
+            pos = wm.next_sequence - 1  # remote retention deleted what came before: never shipped again
+        return self._after_gaps(src, pos, others), False
+
+    def _after_gaps(self, src: Source, pos: int, others: list[remote_gaps.Other]) -> int:
+        """The position after the store's gap records that follow ``pos`` one after another."""
+        for g in remote_gaps.gaps_of(self.store, others, pos + 1):
+            if g.first != pos + 1:
+                break
+            if g.root_id != self.root_id:
+                raise self._two_roots(src, Meta(g.last, "0" * 64, g.root_id, "?"))
+            pos = g.last
+        return pos
+
+    def _write_gaps(self, src: Source, ident: str, pos: int, first_local: int, row: LogShipped) -> int:
+        """Events ``pos + 1`` to ``first_local - 1`` are gone here: when a sweep recorded
+        dropping them (``--max-ship-lag``), write that gap to the store; the new position."""
+        kind, name = src.kind, src.name
+        rec = ship_slots.read_gap(self.root, self.store.url, kind, name)
+        while rec is not None and pos + 1 < first_local and rec.first <= pos + 1 and rec.last >= first_local - 1:
+            first, last = pos + 1, first_local - 1
+            key = remote_gaps.gap_key(self._prefix(src), first)
+            body = orjson.dumps({"first": first, "last": last, "count": last - first + 1, "time": rec.time,
+                                 "root_id": self.root_id, "root": self.where,
+                                 "reason": "dropped at the source by compact --max-ship-lag before it was shipped"})
+            if self.store.create(key, body + b"\n", Meta(last, hashlib.sha256(body + b"\n").hexdigest(),
+                                                         self.root_id, self.where)):
+                row.gaps.append((first, last))
+                self.warn(f"{name}: events {first} to {last} were dropped here before they were shipped (compact "
+                          f"--max-ship-lag); recorded as a gap in {self.store.url}")
+                pos = last
+            else:
+                theirs = self.store.read_meta(key)  # another shipper of this root wrote it first
+                if theirs is None:
+                    raise Failure(f"{self.store.where(key)}: the store said it exists, then that it does not")
+                if theirs.root_id != self.root_id:
+                    raise self._two_roots(src, theirs)
+                pos = theirs.last
+            self.cache.put(ident, last=pos, key=key, owner=self.root_id)
+            self.known[ident] = pos
+        if rec is not None and pos >= rec.last:
+            self.gaps_done[(kind, name)] = pos
+        return pos
 
     def _ship_from(self, src: Source, ident: str, view: LogView, pos: int, row: LogShipped) -> None:
         off = view.offset_after_seq(pos)

@@ -20,6 +20,15 @@ Contract kept here:
   it) is written down and kept in ``store.replace``. A log with nothing to drop is only read
   (its torn tail, if any, cut in place under its lock).
 - ``dry_run`` reads only: no lock, no file created.
+- Ship targets are replication slots (``store.ship_slots``): in a log a registered target
+  covers, the cut is clamped to the first sequence that target has not confirmed storing,
+  and the log's row says how many events were held back for which target. With
+  ``max_ship_lag``, events older than now minus the lag go anyway: the gap (per target, the
+  unshipped sequences dropped) is written to ``.wardrik/ship/<target>.gaps.json`` and made
+  durable before the log is staged, so a crash leaves a record of a drop that may not have
+  happened (the next ship finds those events still here, ships them and clears it), never a
+  drop without a record. A record is read by the next ``ship``, which writes the gap to the
+  store, so that remote readers get ``events.dropped`` for it.
 """
 from __future__ import annotations
 
@@ -41,6 +50,8 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_event, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import locked, try_lock
+from wardrik_cli.store.ship_slots import Slot, kind_of, record_gaps
+from wardrik_cli.store.ship_slots import load as load_slots
 from wardrik_cli.protocol.times import format_dt, parse_duration
 
 DEFAULT_RETENTION = "30d"
@@ -62,6 +73,9 @@ class LogResult:
     notes: list[str] = field(default_factory=list)
     damaged: int = 0  # lines in the dropped part that were not events (their bytes kept beside)
     damaged_kept: str | None = None
+    held_back: int = 0  # events old enough to go, kept for ship targets that lack them
+    held_for: list[str] = field(default_factory=list)
+    unshipped: int = 0  # events dropped before a registered target stored them (--max-ship-lag)
     staged: Staged | None = None  # waiting in a batch: the figures above are known at its commit
 
     def settle(self) -> None:
@@ -84,6 +98,11 @@ class LogResult:
             d["damaged"] = self.damaged
             if self.damaged_kept:
                 d["damaged_kept"] = self.damaged_kept
+        if self.held_back:
+            d["held_back"] = self.held_back
+            d["held_for"] = self.held_for
+        if self.unshipped:
+            d["unshipped"] = self.unshipped
         if self.notes:
             d["notes"] = self.notes
         return d
@@ -97,6 +116,7 @@ class SweepResult:
     logs: list[LogResult] = field(default_factory=list)
     skipped: str | None = None  # set when another sweep held the root
     max_bytes: int | None = None  # the size bound of agents' logs, if any
+    max_ship_lag: str | None = None
 
     @property
     def dropped(self) -> int:
@@ -119,6 +139,8 @@ class SweepResult:
              "cutoff": self.cutoff, "retention": self.retention, "dry_run": self.dry_run}
         if self.max_bytes is not None:
             d["max_bytes"] = self.max_bytes
+        if self.max_ship_lag is not None:
+            d["max_ship_lag"] = self.max_ship_lag
         if self.skipped:
             d["skipped"] = self.skipped
         return d
@@ -370,11 +392,14 @@ def clean_stale(root: Root) -> list[Path]:
 # ---------------------------------------------------------------------------
 def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
                 lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
-                max_bytes: int | None = None, batch: Batch | None = None) -> LogResult:
+                max_bytes: int | None = None, batch: Batch | None = None,
+                slots: list[Slot] | None = None, lag_cutoff: str | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
 
     ``max_bytes``: after the time rule, the oldest whole events go too until what is kept
     is at most that many bytes (an event larger than the bound on its own goes as well).
+    ``slots``: the registered ship targets; the cut stops at the first event one of them
+    lacks, unless it is older than ``lag_cutoff`` (then the gap is recorded first).
     A log whose prefix goes is staged in ``batch`` (``store.replace``): its figures are known
     once the batch is committed (``LogResult.settle``). Without a batch it is replaced at once."""
     res = LogResult(log.name)
@@ -396,6 +421,9 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             if max_bytes is not None and end0 - cut > max_bytes:
                 over = lines.line_at_or_after(fd, end0 - max_bytes, end0)
                 cut = over[0] if over is not None else end0
+            gaps: list[tuple[str, str, str, int, int, str | None]] = []
+            if slots and cut > 0:
+                cut, gaps = _hold_for_targets(log, fd, end0, cut, slots, lag_cutoff, res)
             first = lines.first_line(fd, end0)
             last = lines.last_line(fd, end0)
             first_seq = _seq(*first) if first else None
@@ -440,6 +468,8 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                     os.close(wfd)
             return res
         assert first_seq is not None, "cut > 0: lines come before it"
+        if gaps:
+            record_gaps(log.root, gaps)  # durable before the log is staged: never a drop without its record
         staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
                        after_bulk=_after_bulk)
         if batch is not None:
@@ -453,6 +483,56 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         return res
     finally:
         os.close(fd)
+
+
+def _hold_for_targets(log: Log, fd: int, end0: int, cut: int, slots: list[Slot], lag_cutoff: str | None,
+                      res: LogResult) -> tuple[int, list[tuple[str, str, str, int, int, str | None]]]:
+    """(the cut clamped for the ship targets covering the log, the gaps to record). The cut
+    moves back to the first event a target has not confirmed storing; with ``lag_cutoff``,
+    it moves back only as far as the first event at or after that time."""
+    kind, name = kind_of(log.is_audit), log.name
+    held = [(s.target, s.position(kind, name)) for s in slots if s.covers(kind, name)]
+    if not held:
+        return cut, []
+    keep_from = min(p for _, p in held) + 1
+    at_cut = lines.line_at_or_after(fd, cut, end0)
+    cut_seq = _seq(*at_cut) if at_cut is not None else _seq_at(lines.last_line(fd, end0)) + 1
+    if cut_seq <= keep_from:
+        return cut, []
+
+    def from_keep(raw: bytes) -> bool | None:
+        try:
+            return _seq(-1, raw) >= keep_from
+        except _Unreadable:
+            return None  # a damaged line decides nothing: the bisection steps over it
+
+    clamp = lines.bisect(fd, cut, from_keep)
+    new = clamp
+    if lag_cutoff is not None:
+        try:
+            lag, _ = find_cut(fd, end0, lag_cutoff)
+        except _Unreadable:
+            lag, _ = _linear_cut(fd, end0, lag_cutoff, check_rest=False, lenient=True)
+        new = max(clamp, min(cut, lag))
+    at_new = lines.line_at_or_after(fd, new, end0)
+    new_seq = _seq(*at_new) if at_new is not None else cut_seq
+    res.held_back = cut_seq - new_seq
+    if res.held_back:
+        res.held_for = sorted({t for t, p in held if p + 1 < cut_seq})
+        res.notes.append(f"held back {res.held_back} event(s) for ship target {', '.join(res.held_for)}: not yet "
+                         "stored there (ship them, or use --max-ship-lag, or `wardrik ship --forget TARGET`)")
+    gaps: list[tuple[str, str, str, int, int, str | None]] = []
+    if new > clamp:
+        first_seq = _seq_at(lines.first_line(fd, end0))
+        newest = lines.last_line(fd, new)
+        newest_time = _time(*newest) if newest is not None else None
+        lacking = sorted({t for t, p in held if p + 1 < new_seq})
+        gaps = [(t, kind, name, p + 1, new_seq - 1, newest_time) for t, p in held if p + 1 < new_seq]
+        res.unshipped = new_seq - max(keep_from, first_seq)
+        res.notes.append(f"dropped {res.unshipped} event(s) older than --max-ship-lag before ship target "
+                         f"{', '.join(lacking)} stored them; the gap is recorded, and the next ship writes it "
+                         "to the store (remote readers get events.dropped for it)")
+    return new, gaps
 
 
 def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
@@ -527,7 +607,7 @@ def logs_of(root: Root) -> list[Log]:
 
 
 def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = False,
-          max_bytes: int | None = None, actor: str | None = None,
+          max_bytes: int | None = None, actor: str | None = None, max_ship_lag: str | None = None,
           now: datetime | None = None, warn: Callable[[str], None] = lambda m: None,
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
@@ -546,7 +626,13 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         cutoff = format_dt((now or datetime.now(UTC)) - delta)
     except OverflowError:
         cutoff = format_dt(datetime.min)  # a retention longer than history keeps everything
-    result = SweepResult(cutoff, retention, dry_run, max_bytes=max_bytes)
+    lag_cutoff: str | None = None
+    if max_ship_lag is not None:
+        try:
+            lag_cutoff = format_dt((now or datetime.now(UTC)) - parse_duration(max_ship_lag))
+        except OverflowError:
+            lag_cutoff = format_dt(datetime.min)  # a lag longer than history lets nothing go
+    result = SweepResult(cutoff, retention, dry_run, max_bytes=max_bytes, max_ship_lag=max_ship_lag)
     if not dry_run:
         why = _root_read_only(root)
         if why:
@@ -572,6 +658,9 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             for p in clean_stale(root):
                 warn(f"removed {p}, left by a compaction that did not finish")
         logs = logs_of(root)
+        # Read once, at the start: a position can only grow meanwhile (holding back more than
+        # needed), and a target registered after this point counts from the next sweep.
+        slots = load_slots(root)
         if on_start:
             on_start(logs)
         from wardrik_cli.settings import Settings
@@ -592,7 +681,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             for log in logs:
                 try:
                     r = compact_log(log, cutoff, dry_run=dry_run, warn=warn, lock_timeout=lock_timeout,
-                                    max_bytes=None if log.is_audit else max_bytes, batch=batch)
+                                    max_bytes=None if log.is_audit else max_bytes, batch=batch,
+                                    slots=slots, lag_cutoff=lag_cutoff)
                 except (WardrikError, OSError) as e:
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")

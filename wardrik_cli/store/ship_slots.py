@@ -1,0 +1,274 @@
+"""Ship targets as replication slots: what local ``compact`` must keep until a target stored it.
+
+Contract kept here (``.wardrik/ship/``, files named by ``target_key(URL)``):
+- ``<key>.slot.json``, the registration: ``{"target", "deployment", "patterns", "registered"}``,
+  written durably (fsync, rename, fsync the folder) by ``ship`` the first time it reaches a
+  target, and again only when the deployment or the patterns it ships change (the patterns
+  are the union of every run's; ``null`` means every agent log and the audit log).
+  ``ship --forget URL`` removes it with the two files below.
+- ``<key>.json``, the shipper's positions (``remote.ship.PositionCache``): per
+  ``deployment/kind/name``, the last sequence the store holds, written only after the
+  segment's conditional create succeeded or the segment was read back and verified. It is
+  written without fsync, so after a power cut it may be older (compaction then holds back
+  more) or unreadable (then it holds back everything until the next ship rebuilds it from
+  the store): never newer than the store.
+- ``<key>.gaps.json``, events ``compact --max-ship-lag`` dropped before they were shipped:
+  per ``kind/name``, ``{"first", "last", "time"}`` (time: of the newest event dropped).
+  Written durably *before* the sweep replaces the log (so a crash leaves a record of a drop
+  that did not happen, never a drop without a record); read by the next ``ship``, which
+  writes the gap to the store and then clears the entry. Read-modify-write under the lock
+  ``.wardrik/locks/@ship-gaps.lock`` (compact and ship both change it).
+
+The rule compaction keeps (``store.retention``): in a log a registered target covers, no
+event after that target's position is dropped, unless ``--max-ship-lag`` lets it go, and
+then the gap is recorded first. A registration that cannot be read holds back everything
+(its target is unknown, so nothing it covers can be judged shipped).
+
+This module is the store layer's side of ``ship`` (``remote`` is a higher layer): it never
+talks to a store.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from wardrik_cli.errors import Failure
+from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards, pattern_regex
+from wardrik_cli.protocol.times import now
+from wardrik_cli.store.fsutil import fsync_dir, write_atomic
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.locking import locked
+
+SHIP_DIR = "ship"
+SLOT_SUFFIX, GAPS_SUFFIX, POSITIONS_SUFFIX = ".slot.json", ".gaps.json", ".json"
+AGENTS, AUDIT = "agents", "audit"  # the kinds, as in the object keys (remote.keys)
+GAPS_LOCK_KEY = "@ship-gaps"
+
+
+def normal_url(url: str) -> str:
+    """``s3://b/p/`` and ``s3://b/p`` are one target (``file:///`` stays as it is)."""
+    u = url.rstrip("/")
+    return u if "://" in u and u.split("://", 1)[1] else url
+
+
+def target_key(url: str) -> str:
+    return hashlib.sha256(normal_url(url).encode()).hexdigest()[:16]
+
+
+def ship_dir(root: Root) -> Path:
+    return root.tool_dir / SHIP_DIR
+
+
+def slot_path(root: Root, url: str) -> Path:
+    return ship_dir(root) / f"{target_key(url)}{SLOT_SUFFIX}"
+
+
+def positions_path(root: Root, url: str) -> Path:
+    return ship_dir(root) / f"{target_key(url)}{POSITIONS_SUFFIX}"
+
+
+def gaps_path(root: Root, url: str) -> Path:
+    return ship_dir(root) / f"{target_key(url)}{GAPS_SUFFIX}"
+
+
+def kind_of(is_audit: bool) -> str:
+    return AUDIT if is_audit else AGENTS
+
+
+@dataclass
+class Slot:
+    """One registered target, with the positions its shipper recorded."""
+    target: str
+    deployment: str
+    patterns: list[str] | None  # None: every agent log and the audit log
+    positions: dict[str, int] = field(default_factory=dict)  # "deployment/kind/name" -> last stored
+    readable: bool = True
+
+    def covers(self, kind: str, name: str) -> bool:
+        if self.patterns is None or not self.readable:
+            return True
+        if kind == AUDIT:
+            return False  # patterns name agent logs; the audit log is shipped with "everything"
+        for p in self.patterns:
+            if has_wildcards(p):
+                if pattern_regex(p).fullmatch(name):
+                    return True
+            elif name == p or name.startswith(p + "/"):  # a log id, or a folder of logs
+                return True
+        return False
+
+    def position(self, kind: str, name: str) -> int:
+        """The last sequence of the log this target has confirmed storing (0: none)."""
+        return self.positions.get(f"{self.deployment}/{kind}/{name}", 0)
+
+
+def _load(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return ValueError  # there, but not readable
+
+
+def load(root: Root) -> list[Slot]:
+    """Every registered target (an unreadable registration holds back everything)."""
+    try:
+        names = sorted(n for n in os.listdir(ship_dir(root)) if n.endswith(SLOT_SUFFIX) and not n.startswith("."))
+    except OSError:
+        return []
+    out: list[Slot] = []
+    for n in names:
+        d = _load(ship_dir(root) / n)
+        if d is None:
+            continue  # removed meanwhile (--forget)
+        ok = isinstance(d, dict) and isinstance(d.get("target"), str) and isinstance(d.get("deployment"), str) \
+            and (d.get("patterns") is None or (isinstance(d["patterns"], list)
+                                               and all(isinstance(p, str) for p in d["patterns"])))
+        if not ok:
+            out.append(Slot(f"(unreadable registration {ship_dir(root) / n})", "", None, readable=False))
+            continue
+        slot = Slot(d["target"], d["deployment"], d.get("patterns"))
+        pos = _load(positions_path(root, slot.target))
+        if isinstance(pos, dict) and isinstance(pos.get("logs"), dict):
+            for ident, entry in pos["logs"].items():
+                last = entry.get("last") if isinstance(entry, dict) else None
+                if isinstance(last, int) and not isinstance(last, bool) and last >= 0:
+                    slot.positions[str(ident)] = last
+        out.append(slot)
+    return out
+
+
+def register(root: Root, url: str, deployment: str, patterns: list[str] | None) -> None:
+    """Record (durably) that this root ships to ``url``; a no-op when the registration
+    already says so. Raises Failure when it cannot be written (nothing is shipped then:
+    compaction would not know to keep what the target lacks)."""
+    url = normal_url(url)
+    path = slot_path(root, url)
+    old = _load(path)
+    merged: list[str] | None = None
+    if isinstance(old, dict) and old.get("target") == url:
+        had = old.get("patterns")
+        if had is None or patterns is None:
+            merged = None
+        else:
+            merged = sorted(set(had) | set(patterns)) if isinstance(had, list) else None
+        if old.get("deployment") == deployment and merged == had:
+            return
+    else:
+        merged = sorted(set(patterns)) if patterns is not None else None
+    doc = {"target": url, "deployment": deployment, "patterns": merged,
+           "registered": old.get("registered") if isinstance(old, dict) and old.get("registered") else now()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, orjson.dumps(doc) + b"\n", durable=True)
+    except OSError as e:
+        raise Failure(f"cannot register the ship target in {path}: {e.strerror or e}; nothing shipped") from None
+
+
+def forget(root: Root, url: str) -> list[Path]:
+    """Remove the registration of ``url``, its positions and gap records; the files removed."""
+    removed: list[Path] = []
+    for p in (slot_path(root, url), positions_path(root, url), gaps_path(root, url)):
+        try:
+            p.unlink()
+            removed.append(p)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise Failure(f"cannot remove {p}: {e.strerror or e}") from None
+    if removed:
+        fsync_dir(removed[0].parent)
+    return removed
+
+
+def registered_targets(root: Root) -> list[str]:
+    return [s.target for s in load(root)]
+
+
+# ---------------------------------------------------------------------------
+# gap records
+# ---------------------------------------------------------------------------
+@dataclass
+class GapRecord:
+    first: int
+    last: int
+    time: str | None
+
+
+@contextmanager
+def _gaps_locked(root: Root) -> Iterator[None]:
+    with locked(root.state_path("locks", GAPS_LOCK_KEY, ".lock"), what="the ship gap records"):
+        yield
+
+
+def _read_gaps(path: Path) -> dict[str, dict[str, Any]]:
+    d = _load(path)
+    if isinstance(d, dict) and isinstance(d.get("logs"), dict):
+        return {k: v for k, v in d["logs"].items() if isinstance(v, dict)}
+    return {}
+
+
+def read_gap(root: Root, url: str, kind: str, name: str) -> GapRecord | None:
+    entry = _read_gaps(gaps_path(root, url)).get(f"{kind}/{name}")
+    try:
+        return GapRecord(int(entry["first"]), int(entry["last"]), entry.get("time")) if entry else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def record_gaps(root: Root, gaps: list[tuple[str, str, str, int, int, str | None]]) -> None:
+    """Record (durably) gaps ``(target, kind, name, first, last, time)``, each merged with the
+    log's pending gap for that target. Raises OSError (the caller drops nothing then)."""
+    by_target: dict[str, list[tuple[str, str, int, int, str | None]]] = {}
+    for url, kind, name, first, last, t in gaps:
+        by_target.setdefault(normal_url(url), []).append((kind, name, first, last, t))
+    with _gaps_locked(root):
+        for url, items in by_target.items():
+            path = gaps_path(root, url)
+            logs = _read_gaps(path)
+            for kind, name, first, last, t in items:
+                old = logs.get(f"{kind}/{name}")
+                if isinstance(old, dict) and isinstance(old.get("first"), int) and isinstance(old.get("last"), int):
+                    first, last = min(first, old["first"]), max(last, old["last"])
+                    if isinstance(old.get("time"), str) and (t is None or old["time"] > t):
+                        t = old["time"]
+                logs[f"{kind}/{name}"] = {"first": first, "last": last, "time": t, "recorded": now()}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, orjson.dumps({"target": url, "logs": logs}) + b"\n", durable=True)
+
+
+def clear_gaps(root: Root, url: str, through: dict[tuple[str, str], int]) -> None:
+    """Drop the gap records the store now accounts for (the log's position there is at or
+    past the gap's last event). Best effort: a record left behind only repeats a check."""
+    path = gaps_path(root, url)
+    if not path.exists():
+        return
+    try:
+        with _gaps_locked(root):
+            logs = _read_gaps(path)
+            keep = {}
+            for k, v in logs.items():
+                kind, _, name = k.partition("/")
+                if not (isinstance(v.get("last"), int) and through.get((kind, name), -1) >= v["last"]):
+                    keep[k] = v
+            if keep == logs:
+                return
+            if keep:
+                write_atomic(path, orjson.dumps({"target": normal_url(url), "logs": keep}) + b"\n", durable=True)
+            else:
+                path.unlink()
+                fsync_dir(path.parent)
+    except (OSError, Failure):
+        pass
+
+
+def audit_kind_name(is_audit: bool, name: str) -> tuple[str, str]:
+    return (AUDIT, AUDIT_NAME) if is_audit else (AGENTS, name)
