@@ -35,11 +35,26 @@ class Invocation:
         self.cleanups: list[Callable[[], None]] = []
         self._out_text: TextIO | None = None
         self._err_text: TextIO | None = None
+        self._remote_root: Root | None = None  # the synced mirror of a remote root, once per invocation
+        self.remote_mirror: Any = None  # its ``remote.mirror.Mirror`` (what the sync fetched: tests, benchmarks)
 
     # -- where things are -------------------------------------------------------------
     @property
     def root(self) -> Root:
-        return Root(self.root_arg or self.settings.root or ".")
+        value = self.root_arg or self.settings.root or "."
+        if value.startswith(REMOTE_SCHEMES):
+            if self._remote_root is None:
+                self._remote_root = _remote_root(self, value)
+            return self._remote_root
+        return Root(value)
+
+    @property
+    def remote_root_url(self) -> str | None:
+        """The root's URL when it is a remote root (``s3://...``, ``file://...``), else None: the
+        hook for a command that works on the store itself (remote ``compact``) rather than on
+        the mirror ``root`` gives (which is for reading only)."""
+        value = self.root_arg or self.settings.root
+        return value if value and value.startswith(REMOTE_SCHEMES) else None
 
     def deployment(self) -> str:
         return self.root.deployment(self.deployment_arg, env=self.env)
@@ -116,6 +131,128 @@ def _text_view(stream: BinaryIO, process_stream: TextIO) -> TextIO:
     if getattr(process_stream, "buffer", None) is stream:
         return process_stream  # the process's own stream: share its text layer
     return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace", write_through=True)
+
+
+# ---------------------------------------------------------------------------
+# a remote root: --root s3://BUCKET/PREFIX or file:///PATH
+# ---------------------------------------------------------------------------
+REMOTE_SCHEMES = ("s3://", "file://")
+# Commands that read a root run on the synced local mirror of a remote one (``remote.mirror``);
+# a command that writes a root is refused there. Any other command (compact, until it handles
+# ``remote_root_url`` itself) is refused too, rather than taking the URL for a folder name.
+REMOTE_READERS = frozenset({"page", "head", "tail", "fold", "activity", "check", "sql", "stats", "export", "types",
+                            "audit page", "audit tail"})
+REMOTE_WRITERS = frozenset({"append", "init", "audit record", "ship"})
+REMOTE_INTERVAL_S = 5.0  # tail -f / activity --watch on a remote root: the store is polled this often
+
+
+def _remote_root(inv: Invocation, url: str) -> Root:
+    """The local mirror of the store at ``url``, synced for what the running command reads.
+
+    The command and its options come from the running Click context (every command's
+    parameters, already parsed): which logs it reads, from which cursor, whether it follows."""
+    from wardrik_cli.errors import BadInput
+
+    name, params = _running_command()
+    if name in REMOTE_WRITERS:
+        raise BadInput(f"{name} writes a root, and {url} is a remote root, which is read only: {name} works on a "
+                       "local root (remote roots are filled by `wardrik ship`)")
+    if name not in REMOTE_READERS:
+        raise BadInput(f"{name or 'this command'} does not work on a remote root ({url}); give a local --root")
+    from wardrik_cli.remote.mirror import Mirror, cache_dir, choose_deployment, keep_synced
+    from wardrik_cli.remote.stores import open_store
+
+    store = open_store(url, inv.env)
+    given = inv.deployment_arg if inv.deployment_arg is not None else inv.env.get("WARDRIK_DEPLOYMENT")
+    deployment = choose_deployment(store, given)
+    endpoint = "" if url.startswith("file://") else \
+        inv.env.get("AWS_ENDPOINT_URL_S3") or inv.env.get("AWS_ENDPOINT_URL") or inv.env.get("AWS_ENDPOINT") or ""
+    mirror = Mirror(store, deployment, cache_dir(inv.env), endpoint=endpoint, warn=inv.warn)
+    need = _need(name, params)
+    root = mirror.sync(need)
+    inv.remote_mirror = mirror
+    if (name in ("tail", "audit tail") and params.get("follow")) or (name == "activity" and params.get("watch")):
+        import threading
+
+        stop = threading.Event()
+        every = _interval(inv, params.get("interval"))
+        t = threading.Thread(target=keep_synced, args=(mirror, need), daemon=True, name="wardrik-remote-sync",
+                             kwargs={"interval": every, "stop": stop, "warn": inv.warn})
+        t.start()
+
+        def _stop() -> None:
+            stop.set()
+            t.join(timeout=2)
+        inv.cleanups.append(_stop)
+    return root
+
+
+def _running_command() -> tuple[str, dict[str, Any]]:
+    """(the running command's name, ``audit page`` for a group's, and its parsed parameters)."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    names: list[str] = []
+    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names)), params
+
+
+def _need(name: str, params: dict[str, Any]) -> Any:
+    """What the command reads (``remote.mirror.Need``): which logs, from which cursor."""
+    from wardrik_cli.errors import WardrikError
+    from wardrik_cli.protocol.names import is_log_id
+    from wardrik_cli.remote.mirror import Need
+
+    pats = list(params.get("patterns") or []) or ["*"]
+    cursor: dict[str, int] | None = None
+    if "after" in params or "cursor_file" in params:
+        from wardrik_cli.cli.inputs import load_cursor
+
+        try:
+            cursor = load_cursor(params.get("after"), params.get("cursor_file"))
+        except WardrikError:
+            cursor = None  # the command refuses it itself, in its own words
+    if name == "page" or name == "tail":
+        return Need(pats, after=cursor)
+    if name == "head":
+        return Need(pats, ends=True)
+    if name in ("audit page", "audit tail"):
+        return Need(None, audit=True, after=cursor)
+    if name == "check":
+        return Need(list(params.get("patterns") or []) or ["*"], audit=not params.get("patterns"), verify=True)
+    if name == "fold":
+        log = params.get("log")
+        return Need([log] if isinstance(log, str) and is_log_id(log) else None)
+    if name == "sql":
+        return Need(["*"])
+    if name == "types":
+        return Need(None)
+    return Need(pats)  # activity, stats, export: every matched log, whole
+
+
+def _interval(inv: Invocation, given: Any) -> float:
+    """Seconds between polls of the store: the command's --interval when it has one, else
+    ``$WARDRIK_REMOTE_INTERVAL``, else 5."""
+    from wardrik_cli.errors import BadInput
+
+    text = given if given is not None else inv.env.get("WARDRIK_REMOTE_INTERVAL")
+    if text is None or text == "":
+        return REMOTE_INTERVAL_S
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        try:
+            seconds = float(text)
+        except ValueError:
+            from wardrik_cli.protocol.times import parse_duration
+
+            seconds = parse_duration(str(text)).total_seconds()
+    if not 0 < seconds <= 86400:
+        raise BadInput(f"the remote poll interval {text!r} must be more than no time and at most a day")
+    return seconds
 
 
 _CURRENT: ContextVar[Invocation] = ContextVar("wardrik_invocation")
