@@ -1,11 +1,12 @@
-"""``stats`` (and, later, ``export otlp``): what agents cost and where the time went (issue 15).
+"""``stats`` and ``export otlp``: what agents cost and where the time went (issue 15).
 
-Thin shells over the library (``folding.stats``); commands register themselves on ``app``
-when this module is imported.
+Thin shells over the library (``folding.stats``, ``folding.otlp``); commands register
+themselves on ``app`` when this module is imported.
 """
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +14,7 @@ import typer
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import build_filters, on_corrupt, patterns_or_all
-from wardrik_cli.cli.options import Patterns, SkipCorrupt, Since, Until
+from wardrik_cli.cli.options import Patterns, Run, SkipCorrupt, Since, Until
 
 
 class By(str, Enum):  # noqa: UP042 - as output.Format: a StrEnum's members format differently
@@ -114,3 +115,147 @@ def _csv(by: str, rows: list[dict[str, Any]]) -> bytes:
     for r in rows:
         w.writerow(["" if r[k] is None else r[k] for k in names])
     return buf.getvalue().encode()
+
+
+# ---------------------------------------------------------------------------------------
+# export otlp
+# ---------------------------------------------------------------------------------------
+EXPORT_HELP = """Send runs elsewhere: as OpenTelemetry traces (Jaeger, Phoenix, Langfuse, any OTLP backend).
+
+Examples:
+
+  wardrik export otlp 'acme/*' -o spans.jsonl
+
+  wardrik export otlp --endpoint http://localhost:4318
+"""
+export_app = typer.Typer(name="export", help=EXPORT_HELP, no_args_is_help=True,
+                         context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(export_app, name="export", rich_help_panel="Review")
+
+
+@export_app.command("otlp")
+def export_otlp(
+    patterns: Patterns = None,
+    run: Run = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", metavar="TIME",
+        help="Spans that end at or after TIME (RFC 3339, 2026-10-22, 10:00, today, or a duration ago: 2h).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="FILE",
+        help="Append OTLP JSON lines (the OpenTelemetry file exporter's format) to FILE; - for stdout.")] = None,
+    endpoint: Annotated[str | None, typer.Option(
+        "--endpoint", metavar="URL",
+        help="Send OTLP/HTTP to URL (/v1/traces added when it has no path); default: "
+             "$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT.")] = None,
+    cursor_file: Annotated[Path | None, typer.Option(
+        "--cursor-file", metavar="FILE",
+        help="Export only what is new since the cursor in FILE; save the next one there once the export succeeded.")]
+        = None,
+    content: Annotated[bool, typer.Option(
+        "--content", help="Include message text, the task and answer, tool arguments and results (off by default).")]
+        = False,
+    skip_corrupt: SkipCorrupt = False,
+) -> None:
+    """Export runs as OpenTelemetry traces (GenAI semantic conventions), to a file or an OTLP/HTTP endpoint.
+
+    A run is an invoke_agent span (its trace id is the run id), a model call a chat
+    {model} span (gen_ai.provider.name, gen_ai.request.model, gen_ai.usage.*, finish
+    reasons), a tool call an execute_tool {name} span (error.type and status ERROR when
+    it failed), a wait on a person a wait_for_input span; calls are children of their
+    run. A span is exported once its end is in the log. Span ids are derived from the
+    log, the run and the call's id, so exporting again replaces spans, never duplicates
+    them. Prompts, answers and tool input/output only with --content.
+
+    -o FILE appends one ExportTraceServiceRequest (OTLP JSON) a line. --endpoint (or
+    OTEL_EXPORTER_OTLP_ENDPOINT / _TRACES_ENDPOINT) POSTs OTLP/HTTP protobuf (http/json
+    under OTEL_EXPORTER_OTLP_PROTOCOL=http/json), with OTEL_EXPORTER_OTLP_HEADERS,
+    _TIMEOUT (ms) and _COMPRESSION=gzip honoured. With --cursor-file, each run exports
+    what ended since the last successful one (at least once: after a failure the cursor
+    stays, and the same spans go again with the same ids).
+
+    Examples:
+
+      wardrik export otlp 'acme/*' -o spans.jsonl
+
+      wardrik export otlp --endpoint http://localhost:4318 --since 1h
+
+      */5 * * * * wardrik --root /srv/ledgers export otlp --cursor-file /var/lib/wardrik/otlp.cursor
+    """
+    from wardrik_cli.errors import BadInput
+    from wardrik_cli.folding import otlp
+    from wardrik_cli.read.cursor_file import read_file, write_file
+    from wardrik_cli.read.reader import resolve_logs
+
+    inv = current()
+    if output is not None and endpoint is not None:
+        raise BadInput("-o FILE and --endpoint URL were both given: export to one or the other")
+    filters = build_filters(run=run, since=since)  # checks --run and --since before anything is read
+    sink: Any
+    if output is not None:
+        protocol, dest = "http/json", ("stdout" if output == "-" else output)
+    else:
+        found = otlp.traces_url(endpoint, inv.env)
+        if found is None:
+            raise BadInput("say where the spans go: -o FILE (- for stdout), --endpoint URL, "
+                           "or OTEL_EXPORTER_OTLP_ENDPOINT in the environment")
+        dest = found[0]
+        settings = otlp.http_settings(inv.env)
+        protocol = settings["protocol"]
+        if protocol == "http/protobuf":
+            from wardrik_cli.extras import need
+
+            need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")  # before anything is read
+        sink = otlp.HttpSink(dest, **settings)
+    logs = resolve_logs(inv.root, patterns_or_all(patterns))
+    cursor = read_file(cursor_file) if cursor_file is not None else None
+    if output is not None:
+        if output == "-":
+            sink = otlp.FileSink(inv.stdout, "stdout", fsync=False)
+        else:
+            try:
+                stream = open(output, "ab")  # noqa: SIM115 - closed below, after the cursor's fate is known
+            except OSError as e:
+                raise otlp.ExportFailed(f"cannot open {output} for the spans: {e.strerror}") from None
+            inv.cleanups.append(stream.close)
+            sink = otlp.FileSink(stream, output)
+    deployment = inv.deployment()
+    version = _version()
+    encode = otlp.request_proto if protocol == "http/protobuf" else otlp.request_json
+    sent = 0
+
+    def send(batch: Any) -> None:
+        nonlocal sent
+        n = sum(len(v) for v in batch.values())
+        sink.send(encode(batch, deployment, version), n)
+        sent += n
+
+    try:
+        res = otlp.export(logs, cursor, send, deployment=deployment, run=run, since=filters.since, content=content,
+                          on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn)
+        sink.close()
+    except otlp.ExportFailed as e:
+        after = f"; {sent:,} span{'s' if sent != 1 else ''} went before the failure" if sent else ""
+        kept = "; the cursor file was not advanced (the next export sends them again, with the same ids)" \
+            if cursor_file is not None else ""
+        raise otlp.ExportFailed(f"{e}{after}{kept}") from None
+    if cursor_file is not None:
+        write_file(cursor_file, res.next)
+    if inv.verbose or _tty(inv.stderr):
+        inv.note(f"exported {res.spans:,} span{'s' if res.spans != 1 else ''} ({res.runs:,} "
+                 f"run{'s' if res.runs != 1 else ''}) from {res.logs:,} log{'s' if res.logs != 1 else ''} to {dest}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wardrik")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (ValueError, OSError, AttributeError):
+        return False

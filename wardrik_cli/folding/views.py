@@ -25,16 +25,25 @@ Built-in views:
 - ``state``: seed 000's fold (status, task, turns, tool_calls, answer, applied_through) over
   this format (``run.started`` .. ``run.completed``) and seed 000's ``{"seq","type","data"}``
   lines (``run.created``, ``model.responded``, ``tool.returned``, ``run.completed``); all but
-  applied_through describe the latest run.
+  applied_through describe the latest run. CONTRACT.md fixes those six keys (seed 000's), so
+  ``usage`` is a seventh only where the contract's later protocol puts usage: once a model
+  call of the latest run reported ``data.usage`` or ``data.cost_usd``, ``usage`` holds
+  ``input_tokens`` and ``output_tokens`` summed over the run's calls that reported them, and
+  ``cost_usd``: their sum when every model call of the run gave one, else null (never a
+  partial sum read as the run's cost). A log in seed 000's format, or whose latest run reports
+  no usage, has exactly the six keys; the next ``run.started`` removes it.
 - ``timeline``: runs and, inside each, model calls, tool calls and waits on a person, with
-  their durations, in order. It keeps the latest ``MAX_RUNS`` runs and the latest
-  ``MAX_ITEMS`` items of each (counting what it left out), so its memory and its checkpoint
-  stay bounded on a log of any length. A failed tool call (``tool_call.failed``) and a failed
-  run (``run.failed``) carry ``error``: the short form of ``data.error.message`` (else
-  ``data.error``), its first non-blank line cut at ``ERROR_CHARS`` characters, ending in ``…``
-  when anything was left out (the whole text stays in the event, at its ``seq``; keeping it
-  here would unbound the state). It is the event's text as it is: whoever prints it for a
-  person escapes it (the command line's renderer does).
+  their durations, in order. A model call's ``name`` is its ``model`` (from message.started,
+  else null) and, when its message.completed reported ``data.usage``, it carries ``usage``:
+  ``{"input_tokens", "output_tokens"}`` (each the reported count, or null when not given).
+  It keeps the latest ``MAX_RUNS`` runs and the latest ``MAX_ITEMS`` items of each (counting
+  what it left out), so its memory and its checkpoint stay bounded on a log of any length. A
+  failed tool call (``tool_call.failed``) and a failed run (``run.failed``) carry ``error``:
+  the short form of ``data.error.message`` (else ``data.error``), its first non-blank line
+  cut at ``ERROR_CHARS`` characters, ending in ``…`` when anything was left out (the whole
+  text stays in the event, at its ``seq``; keeping it here would unbound the state). It is
+  the event's text as it is: whoever prints it for a person escapes it (the command line's
+  renderer does).
 - ``activity``: what the agent is doing now (CONTRACT.md, ``activity``).
 Custom views are named ``module:name`` (``name`` may be dotted; a class is instantiated).
 """
@@ -49,6 +58,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from wardrik_cli.errors import BadView, Failure
+from wardrik_cli.protocol.catalogue import is_cost, is_count
 
 P = "wardrik."
 ERROR_CHARS = 120  # the longest error text a timeline row keeps
@@ -128,7 +138,7 @@ class StateView:
     """Seed 000's fold, in both formats; a new run resets what describes the latest run."""
 
     name = "state"
-    version = "state/1"
+    version = "state/2"  # /1 kept no usage
     # The events it reads; every other line is only counted (applied_through, via finish).
     types = frozenset({
         P + "run.started", P + "run.completed", P + "run.failed",
@@ -145,7 +155,11 @@ class StateView:
         data = _data_of(e)
         if t == P + "run.started" or t == "run.created":
             s.update(status="running", task=data.get("task"), turns=0, tool_calls=0, answer=None)
-        elif t == P + "message.completed" or t == "model.responded":
+            s.pop("usage", None)
+        elif t == P + "message.completed":
+            s["turns"] += 1
+            _add_run_usage(s, data)
+        elif t == "model.responded":
             s["turns"] += 1
         elif t in (P + "tool_call.completed", P + "tool_call.failed", "tool.returned"):
             s["tool_calls"] += 1
@@ -162,6 +176,25 @@ class StateView:
         return s
 
 
+def _add_run_usage(s: dict[str, Any], data: dict[str, Any]) -> None:
+    """Add a message.completed's usage and cost into the state's ``usage`` (see the module's
+    docstring); ``s["turns"]`` already counts this call."""
+    usage, cost = data.get("usage"), data.get("cost_usd")
+    u = s.get("usage")
+    if u is None:
+        if not isinstance(usage, dict) and not is_cost(cost):
+            return  # no call of this run has reported usage yet: the contract's six keys
+        # The first call to report: the run's earlier calls gave no cost, so no sum of costs
+        # can be the run's unless this is its first call.
+        u = s["usage"] = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0 if s["turns"] == 1 else None}
+    if isinstance(usage, dict):
+        for k in ("input_tokens", "output_tokens"):
+            if is_count(usage.get(k)):
+                u[k] += usage[k]
+    if u["cost_usd"] is not None:
+        u["cost_usd"] = round(u["cost_usd"] + cost, 9) if is_cost(cost) else None
+
+
 
 # ---------------------------------------------------------------------------
 # timeline
@@ -170,7 +203,7 @@ class TimelineView:
     """Runs, and the model calls, tool calls and waits inside them, with durations."""
 
     name = "timeline"
-    version = "timeline/2"  # /1 kept no error text
+    version = "timeline/3"  # /1 kept no error text; /2 no model name nor usage
     MAX_RUNS = 200
     MAX_ITEMS = 2000
     types = frozenset({
@@ -249,12 +282,15 @@ class TimelineView:
         elif t == P + "run.failed":
             self._end_run(s, e, "failed", error_text(d))
         elif t == P + "message.started":
-            self._open(s, e, "model", _g(d, "message", "id"))
+            model = d.get("model")
+            self._open(s, e, "model", _g(d, "message", "id"), model if isinstance(model, str) else None)
         elif t == P + "message.completed":
             run = self._current(s, e)
-            if not self._close(run, "model", _g(d, "message", "id"), e, "completed"):
+            extra = _call_usage(d)
+            if not self._close(run, "model", _g(d, "message", "id"), e, "completed", **extra):
                 self._add(run, {"kind": "model", "id": _g(d, "message", "id"), "name": None, "status": "completed",
-                                "started": None, "ended": e.get("time"), "duration_ms": None, "seq": _seq_of(e)})
+                                "started": None, "ended": e.get("time"), "duration_ms": None, "seq": _seq_of(e),
+                                **extra})
         elif t == "model.responded":  # seed 000: a model response, no start event and no times
             self._add(self._current(s, e), {"kind": "model", "id": None, "name": d.get("stop_reason"),
                                             "status": "completed", "started": None, "ended": None,
@@ -282,6 +318,15 @@ class TimelineView:
                                 "started": None, "ended": e.get("time"), "duration_ms": None, "seq": _seq_of(e)})
         return s
 
+
+
+def _call_usage(d: dict[str, Any]) -> dict[str, Any]:
+    """``{"usage": {"input_tokens", "output_tokens"}}`` of a message.completed that reported
+    ``data.usage`` (a count the protocol refuses is null), else {}."""
+    usage = d.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {"usage": {k: usage[k] if is_count(usage.get(k)) else None for k in ("input_tokens", "output_tokens")}}
 
 
 # ---------------------------------------------------------------------------

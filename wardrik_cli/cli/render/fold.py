@@ -2,7 +2,8 @@
 
 The state view is a key/value panel (values cut at the terminal's width, as seed 000's
 printout cuts them), the timeline a tree of runs and what happened inside each (model calls,
-tool calls, waits on a person, with durations; a failed run or tool call with its error text,
+tool calls, waits on a person, with durations; a model call with its tokens,
+``1,204 in · 310 out``, and its model; a failed run or tool call with its error text,
 ``— error: ...``), activity a table with one row per agent
 (what it is doing, or the open run when nothing else is open; for how long and since when,
 from the event that began it; how the last run ended and when; how many messages wait).
@@ -69,6 +70,16 @@ def _error(text: Any, row: dict[str, Any]) -> None:
         text.append(f"  — error: {one_line(err)}", style="red")
 
 
+def _tokens(usage: Any) -> str:
+    """A model call's tokens as a timeline row shows them: ``1,204 in · 310 out`` (a count
+    not reported is left out)."""
+    if not isinstance(usage, dict):
+        return ""
+    parts = [f"{usage[k]:,} {label}" for k, label in (("input_tokens", "in"), ("output_tokens", "out"))
+             if type(usage.get(k)) is int]
+    return " · ".join(parts)
+
+
 def timeline_tree(s: dict[str, Any]) -> Any:
     from rich.text import Text
     from rich.tree import Tree
@@ -107,9 +118,14 @@ def timeline_tree(s: dict[str, Any]) -> Any:
             line.append(f"  {it.get('status')}", style=_STATUS.get(str(it.get("status")), ""))
             if it.get("duration_ms") is not None:
                 line.append(f"  {_dur(it['duration_ms'])}", style="bold" if kind == "wait" else "")
+            tokens = _tokens(it.get("usage"))
+            if tokens:
+                line.append(f"  {tokens}")
             _error(line, it)
             if it.get("seq"):
                 line.append(f"  #{it['seq']}", style="dim")
+            if kind == "model" and it.get("name"):  # last: a long model name is what a narrow terminal cuts
+                line.append(f"  {one_line(it['name'])}", style="dim")
             node.add(_cut(line))
     return tree
 
