@@ -143,7 +143,6 @@ REMOTE_SCHEMES = ("s3://", "file://")
 REMOTE_READERS = frozenset({"page", "head", "tail", "fold", "activity", "check", "sql", "stats", "export", "types",
                             "audit page", "audit tail"})
 REMOTE_WRITERS = frozenset({"append", "init", "audit record", "ship"})
-REMOTE_INTERVAL_S = 5.0  # tail -f / activity --watch on a remote root: the store is polled this often
 
 
 def _remote_root(inv: Invocation, url: str) -> Root:
@@ -238,9 +237,9 @@ def _interval(inv: Invocation, given: Any) -> float:
     ``$WARDRIK_REMOTE_INTERVAL``, else 5."""
     from wardrik_cli.errors import BadInput
 
-    text = given if given is not None else inv.env.get("WARDRIK_REMOTE_INTERVAL")
-    if text is None or text == "":
-        return REMOTE_INTERVAL_S
+    if given is None or given == "":
+        return inv.settings.remote_interval  # $WARDRIK_REMOTE_INTERVAL, checked in one place
+    text = given
     if isinstance(text, int | float):
         seconds = float(text)
     else:
