@@ -44,8 +44,8 @@ import orjson
 from wardrik_cli.errors import Failure, WardrikError
 from wardrik_cli.protocol.times import format_dt, now as now_text
 from wardrik_cli.remote import keys
-from wardrik_cli.remote.gaps import (Gap, Other, RemoteWatermark, delete, first_line, gaps_of, last_line,
-                                     latest_watermark, list_objects, parse_other, read_gap, watermark_key)
+from wardrik_cli.remote.gaps import (Gap, Other, RemoteWatermark, first_line, gaps_of, last_line,
+                                     latest_watermark, parse_other, read_gap, watermark_key)
 from wardrik_cli.remote.stores import Meta, Store
 from wardrik_cli.store.log import decode_event, peek
 
@@ -143,7 +143,7 @@ def compact_remote(store: Store, retention: str, delta: timedelta, *, dry_run: b
     start = keys.base(store.prefix) + (f"deployment={deployment}/" if deployment else "")
     segs: dict[tuple[str, str, str], list[keys.Parsed]] = {}
     others: dict[tuple[str, str, str], list[Other]] = {}
-    for key in list_objects(store, start):
+    for key in store.list_all(start):
         p = keys.parse_key(store.prefix, key)
         if p is not None:
             segs.setdefault((p.deployment, p.kind, p.name), []).append(p)
@@ -249,7 +249,7 @@ def _sweep_log(store: Store, ident: tuple[str, str, str], segs: list[keys.Parsed
 def _delete_all(store: Store, todo: list[str], row: RemoteLogResult, after_delete: Callable[[str], None] | None,
                 leftover: bool = False) -> None:
     for key in todo:
-        delete(store, key)
+        store.delete(key)
         if leftover and "/day=" in key:
             row.leftovers_deleted += 1
         if after_delete:

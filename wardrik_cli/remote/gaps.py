@@ -18,24 +18,20 @@ Contract kept here (keys under the log's prefix ``PREFIX/v1/deployment=D/kind=K/
   left-overs of a sweep that did not finish (never read, deleted by the next sweep).
 - ``owner`` (``remote.ship``).
 
-The ``Store`` interface lists segments only (a folder store lists by its ``.meta``
-sidecars, of segments) and cannot delete: ``list_objects`` and ``delete`` here cover every
-object of both kinds of store.
+Every object of both kinds of store is listed, read in part and deleted through the
+``Store`` interface (``list_all``, ``read_range``, ``delete``).
 """
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from wardrik_cli.errors import Failure
 from wardrik_cli.remote import keys
-from wardrik_cli.remote.stores import META_SUFFIX, FolderStore, Meta, S3Store, Store
+from wardrik_cli.remote.stores import Meta, Store
 
 GAPS, WATERMARK = "gaps/", "watermark/"
 _OBJ = re.compile(r"deployment=([a-z0-9][a-z0-9.-]{0,62})/kind=(agents|audit)/log=([^/]+)/"
@@ -72,88 +68,11 @@ def parse_other(prefix: str, key: str) -> Other | None:
     return Other(key, dep, kind, raw_id.replace("~", "/"), what or "owner", int(seq or 0))
 
 
-def list_objects(store: Store, prefix: str) -> Iterator[str]:
-    """Every object key under ``prefix``, segments and the others (a listing: never trusted alone)."""
-    if not isinstance(store, FolderStore):
-        yield from store.list(prefix)
-        return
-    if not store.path.is_dir():
-        raise Failure(f"{store.url}: {store.path} is not a directory (mount the share, or make the folder)")
-    top = store.path / prefix
-    if not prefix.endswith("/"):
-        top = top.parent
-    for dirpath, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        rel = Path(dirpath).relative_to(store.path).as_posix()
-        for f in files:
-            if f.endswith(META_SUFFIX) and not f.startswith("."):
-                key = f"{rel}/{f[:-len(META_SUFFIX)]}"
-                if key.startswith(prefix):
-                    yield key
-
-
-def delete(store: Store, key: str) -> None:
-    """Remove an object (nothing there is not an error). In a folder the bytes go first and
-    the sidecar (the claim, what listings see) last: a sweep killed in between leaves a claim
-    below the watermark, which the next sweep deletes again."""
-    if isinstance(store, FolderStore):
-        for p in (store.path / key, store.path / (key + META_SUFFIX)):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                raise Failure(f"{store.where(key)}: cannot delete: {e.strerror or e}") from None
-        return
-    if isinstance(store, S3Store):
-        try:
-            store.obs.delete(store.s3, key)
-        except FileNotFoundError:
-            pass
-        except Exception as e:  # noqa: BLE001 - obstore raises several kinds: each becomes one line
-            raise store._fail(e, f"deleting {key}") from None
-        return
-    raise Failure(f"{store.url}: this store cannot delete")
-
-
-def read_range(store: Store, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
-    """The first ``head`` or last ``tail`` bytes of an object (all of it when shorter); None when gone."""
-    if isinstance(store, FolderStore):
-        try:
-            with open(store.path / key, "rb") as f:
-                if tail is not None:
-                    f.seek(0, os.SEEK_END)
-                    f.seek(max(0, f.tell() - tail))
-                    return f.read()
-                return f.read(head)
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise Failure(f"{store.where(key)}: cannot read: {e.strerror or e}") from None
-    if isinstance(store, S3Store):
-        rng: Any = {"suffix": tail} if tail is not None else (0, head)
-        try:
-            got = store.obs.get(store.s3, key, options={"range": rng})
-            return bytes(got.bytes())
-        except FileNotFoundError:
-            return None
-        except Exception as e:  # noqa: BLE001
-            if "NoSuchKey" in str(e):
-                return None
-            if "InvalidRange" in str(e):
-                return b""
-            raise store._fail(e, f"reading {key}") from None
-    data, _ = store.read(key)
-    if data is None:
-        return None
-    return data[-tail:] if tail is not None else data[:head]
-
-
 def _whole_line(store: Store, key: str, last: bool) -> bytes | None:
     """The first or last line of a segment (with no newline), reading more when it is long."""
     n = 64 << 10
     while True:
-        data = read_range(store, key, tail=n) if last else read_range(store, key, head=n)
+        data = store.read_range(key, tail=n) if last else store.read_range(key, head=n)
         if data is None:
             return None
         if last:

@@ -52,7 +52,7 @@ import orjson
 
 from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards, pattern_regex, validate_deployment, validate_pattern
-from wardrik_cli.remote import keys
+from wardrik_cli.remote import gaps, keys
 from wardrik_cli.remote.stores import FolderStore, Meta, S3Store, Store
 from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import write_all, write_atomic
@@ -310,16 +310,15 @@ class Mirror:
     def _list_log_objects(self, prefix: str, kind: str, matched: Callable[[str], bool],
                           found: dict[tuple[str, str], tuple[dict[int, keys.Parsed], list[Any]]]) -> int:
         """List ``prefix`` once: segments, and the watermarks and gap records beside them."""
-        g = _gaps_module()
         n = 0
-        for k in (g.list_objects(self.store, prefix) if g is not None else self.store.list(prefix)):
+        for k in self.store.list_all(prefix):
             p = keys.parse_key(self.store.prefix, k)
             if p is not None:
                 if p.deployment == self.deployment and p.kind == kind and matched(p.name):
                     found.setdefault((p.kind, p.name), ({}, []))[0][p.first] = p
                     n += 1
                 continue
-            o = g.parse_other(self.store.prefix, k) if g is not None else None
+            o = gaps.parse_other(self.store.prefix, k)
             if o is not None and o.what != "owner" and o.deployment == self.deployment and o.kind == kind \
                     and matched(o.name):
                 found.setdefault((o.kind, o.name), ({}, []))[1].append(o)
@@ -347,9 +346,7 @@ class Mirror:
         log = self._log(ident)
         # The store's retention watermark (the highest): segments below it are left-overs of a
         # sweep that did not finish, never read; the log starts at its next sequence.
-        g = _gaps_module()
-        wm = g.latest_watermark(self.store, others) if g is not None and any(o.what == "watermark" for o in others) \
-            else None
+        wm = gaps.latest_watermark(self.store, others) if any(o.what == "watermark" for o in others) else None
         if wm is not None:
             segs = [s for s in segs if s.first >= wm.next_sequence]
         self.gaps = {o.seq: o for o in others if o.what == "gaps"}
@@ -431,8 +428,7 @@ class Mirror:
         """Does a gap record (``ship`` after ``compact --max-ship-lag``) say events first..last were
         dropped at the source before they were shipped?"""
         o = self.gaps.get(first)
-        mod = _gaps_module()
-        g = mod.read_gap(self.store, o.key, first) if o is not None and mod is not None else None
+        g = gaps.read_gap(self.store, o.key, first) if o is not None else None
         return g is not None and g.last == last
 
     def _append(self, ident: str, log: Log, segs: list[keys.Parsed]) -> None:
@@ -585,17 +581,6 @@ def verify_segment(where: str, data: bytes, first: int, meta: Meta) -> None:
     if s0 != first or s1 != meta.last:
         raise BadSegment(f"{where}: holds sequences {s0} to {s1}, its key and metadata say {first} to {meta.last}: "
                          "not served")
-
-
-def _gaps_module() -> Any:
-    """``remote.gaps`` (retention watermarks and gap records in the store), when this build has it:
-    without it a store holds segments only, and the mirror reads those."""
-    try:
-        from importlib import import_module
-
-        return import_module("wardrik_cli.remote.gaps")
-    except ImportError:
-        return None
 
 
 def _make_parent(path: Path) -> None:

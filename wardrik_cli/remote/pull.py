@@ -132,7 +132,7 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
     # (deployment, kind, name) -> [(first, day, key)]
     found: dict[tuple[str, str, str], list[keys.Parsed]] = {}
     others: dict[tuple[str, str, str], list[remote_gaps.Other]] = {}
-    for key in remote_gaps.list_objects(store, start):
+    for key in store.list_all(start):
         p = keys.parse_key(store.prefix, key)
         o = remote_gaps.parse_other(store.prefix, key) if p is None else None
         if o is not None and o.what != "owner":

@@ -430,7 +430,7 @@ class Shipper:
             self.cache.drop(ident)
         best: keys.Parsed | None = None
         others: list[remote_gaps.Other] = []
-        for k in remote_gaps.list_objects(self.store, self._prefix(src)):
+        for k in self.store.list_all(self._prefix(src)):
             p = keys.parse_key(self.store.prefix, k)
             if p is None:
                 o = remote_gaps.parse_other(self.store.prefix, k)

@@ -99,6 +99,20 @@ class Store:
         """Every segment key under ``prefix`` (a listing: possibly stale, never trusted alone)."""
         raise NotImplementedError
 
+    def list_all(self, prefix: str) -> Iterator[str]:
+        """Every object key under ``prefix``: segments and the objects beside them (gap
+        records, watermarks, owners); a listing, never trusted alone."""
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        """Remove an object; nothing there is not an error."""
+        raise NotImplementedError
+
+    def read_range(self, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
+        """The first ``head`` or last ``tail`` bytes of an object (all of it when shorter);
+        None when it is gone."""
+        raise NotImplementedError
+
     def where(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{key[len(self.prefix.strip('/')) + 1:]}" if self.prefix.strip("/") \
             else f"{self.url.rstrip('/')}/{key}"
@@ -206,6 +220,32 @@ class S3Store(Store):
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, f"listing {prefix}") from None
 
+    def list_all(self, prefix: str) -> Iterator[str]:
+        yield from self.list(prefix)  # a bucket lists every object, whatever it is
+
+    def delete(self, key: str) -> None:
+        try:
+            self.obs.delete(self.s3, key)
+        except FileNotFoundError:
+            pass
+        except Exception as e:  # noqa: BLE001 - obstore raises several kinds: each becomes one line
+            raise self._fail(e, f"deleting {key}") from None
+
+    def read_range(self, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
+        rng: Any = {"suffix": tail} if tail is not None else (0, head)
+        try:
+            got = self.obs.get(self.s3, key, options={"range": rng})
+            return bytes(got.bytes())
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            if "NoSuchKey" in str(e):
+                return None
+            if "InvalidRange" in str(e):
+                return b""  # an empty object
+            raise self._fail(e, f"reading {key}") from None
+
+
 
 # ---------------------------------------------------------------------------
 # a folder (a shared mount)
@@ -284,6 +324,46 @@ class FolderStore(Store):
             for f in files:
                 if f.endswith(end) and not f.startswith("."):
                     yield f"{rel}/{f[:-len(META_SUFFIX)]}"
+
+
+    def list_all(self, prefix: str) -> Iterator[str]:
+        # A folder lists by the sidecars (the claims): of segments and of the other objects.
+        self._require()
+        top = self.path / prefix
+        if not prefix.endswith("/"):
+            top = top.parent
+        for dirpath, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = Path(dirpath).relative_to(self.path).as_posix()
+            for f in files:
+                if f.endswith(META_SUFFIX) and not f.startswith("."):
+                    key = f"{rel}/{f[:-len(META_SUFFIX)]}"
+                    if key.startswith(prefix):
+                        yield key
+
+    def delete(self, key: str) -> None:
+        # The bytes go first and the sidecar (the claim, what listings see) last: a sweep
+        # killed in between leaves a claim the next sweep deletes again.
+        for p in (self._file(key), self._file(key + META_SUFFIX)):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise Failure(f"{self.where(key)}: cannot delete: {e.strerror or e}") from None
+
+    def read_range(self, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
+        try:
+            with open(self._file(key), "rb") as f:
+                if tail is not None:
+                    f.seek(0, os.SEEK_END)
+                    f.seek(max(0, f.tell() - tail))
+                    return f.read()
+                return f.read(head)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot read: {e.strerror or e}") from None
 
     def where(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{key}"
