@@ -1,116 +1,91 @@
-"""Merging logs by time in rounds: many logs read side by side in flat memory, without a heap step per event.
+"""Merging logs by time: many logs read side by side in flat memory, sorted in C, a batch at a time.
 
 Contract kept here:
-- ``merge_rounds(sources, fill)`` yields every entry ``(key, log id, seq, raw, event)`` of
-  every source, ordered by (key, log id, seq), each log's entries in the order ``fill``
-  gives them (sequence order). ``key`` is the entry's time, made non-decreasing within its
-  log (a log whose times go back is still read in sequence order).
+- ``merge_batches(sources, fill)`` yields lists of entries ``(key, log id, seq, raw, event)``;
+  taken one after the other they are every entry of every source, ordered by (key, log id,
+  seq), each log's entries in the order ``fill`` gives them (sequence order). ``key`` is the
+  entry's time, made non-decreasing within its log (``keyed``: a log whose times go back is
+  still read in sequence order). ``merge_rounds`` is the same, an entry at a time.
 - A source is filled a span at a time (``fill(source)`` returns its next entries, at least
-  one unless it is done). A round picks a bound (an eighth of the way up the logs' last
-  pending times: low enough that few logs must be read on to reach it, high enough that a
-  round emits a good share of what is held), fills every log still behind it up to it,
-  and emits, sorted, every pending entry before it: no log can bring anything earlier
-  later. So memory is a span or two of entries per log being read, whatever the number of
-  logs, and the cost per event is a list append and its share of one C-level sort per round.
+  one unless it is done). Sources wait in a heap by how far they have been read (``low``:
+  the time of the line a source starts at, then the key of the last entry filled): the one
+  furthest behind is filled next, and every entry held whose key is below the lowest of them
+  (the frontier) is final, since no source can bring anything earlier. So a log whose events
+  all come later holds nothing until the frontier reaches them, and what is held is about a
+  span per log being read, whatever the number of logs.
+- Held entries are emitted in batches, sorted in one C-level sort: once what came in since the
+  last batch is as much as what is held (and at least ``EMIT``), and at the end. The cost per
+  entry is its share of one sort; the cost per span is a heap step.
 - The consumer may stop at any entry: what was filled and not taken is dropped.
 """
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from operator import itemgetter
 from typing import Any
 
 Entry = tuple[str, str, int, bytes | None, dict[str, Any] | None]
 
-_key = itemgetter(0)
+EMIT = 2048  # fewest new entries worth a sort
 
 
 class Source:
-    """One log in a merge: where its next span starts, what was filled and not taken, and a
-    lower bound of the key of its next entry (``low``)."""
+    """One log in a merge: where its next span starts, whether it is done, and a lower bound
+    of the key of its next entry (``low``)."""
 
     __slots__ = ("name", "offset", "seq", "exact", "done", "pending", "high", "low", "state")
 
     def __init__(self, name: str, offset: int, seq: int, exact: bool, low: str, state: Any = None):
         self.name, self.offset, self.seq, self.exact = name, offset, seq, exact
         self.done = False
-        self.pending: list[Entry] = []
+        self.pending: list[Entry] = []  # unused by merge_batches (kept for callers' use)
         self.high = ""  # the highest time filled so far: keys never go back within a log
         self.low = low  # no entry still to come from this log has a lower key
         self.state = state
 
-    def __lt__(self, other: Source) -> bool:  # waiting sources are a heap by (low, name)
+    def __lt__(self, other: Source) -> bool:
         return (self.low, self.name) < (other.low, other.name)
 
 
-def merge_rounds(sources: list[Source], fill: Callable[[Source], list[Entry]]) -> Iterator[Entry]:
-    """Every entry of every source in (key, log id, seq) order (see the module docstring).
-
-    A log not being read waits in a heap by the lowest key it can bring (``low``: the time
-    of the line it starts at, then its last key), holding nothing: a log whose events all
-    come later costs no memory until the merge reaches them."""
-    waiting = [s for s in sources if not s.done]
-    heapq.heapify(waiting)
-    filled: list[Source] = []  # sources holding pending entries
-
-    def read_up_to(s: Source, bound: str | None) -> None:
-        """Fill ``s`` until what it holds reaches ``bound`` (or it is done)."""
-        while not s.done and (not s.pending or bound is None or s.pending[-1][0] < bound):
-            s.pending.extend(fill(s))
-
-    while filled or waiting:
-        if not filled:
-            s = heapq.heappop(waiting)
-            read_up_to(s, s.low)
-            if s.pending:
-                filled.append(s)
-            continue
-        # the bound: an eighth of the way up (the median made rounds hold twice the memory
-        # for no less CPU: 10,000 logs, 121 MB -> 78 MB)
-        lasts = sorted(s.pending[-1][0] for s in filled if not s.done)
-        bound: str | None = lasts[len(lasts) // 8] if lasts else None
-        if waiting and (bound is None or waiting[0].low < bound):
-            bound = waiting[0].low if bound is None else bound
-        # every log that could still bring something before the bound is read up to it (one
-        # whose lowest is the bound too: when nothing held is below it, that is what moves on)
-        while waiting and bound is not None and waiting[0].low <= bound:
-            s = heapq.heappop(waiting)
-            read_up_to(s, bound)
-            if s.pending:
-                filled.append(s)
-        for s in filled:
-            read_up_to(s, bound)
-        filled.sort(key=lambda s: s.name)
-        batch: list[Entry] = []
-        for s in filled:  # in log id order: a stable sort by key then gives (key, log id, seq)
-            p = s.pending
-            if bound is None:
-                batch.extend(p)
-                p.clear()
-                continue
-            i = 0
-            while i < len(p) and p[i][0] < bound:
-                i += 1
+def merge_batches(sources: list[Source], fill: Callable[[Source], list[Entry]]) -> Iterator[list[Entry]]:
+    """Batches of entries that, one after the other, are every entry of every source in
+    (key, log id, seq) order (see the module docstring)."""
+    # (low, name, source): names are unique, so a source is never compared
+    heap = [(s.low, s.name, s) for s in sources if not s.done]
+    heapq.heapify(heap)
+    held: list[Entry] = []  # filled, not emitted: a sorted prefix, then new spans as they came
+    fresh = 0  # entries added since the last sort
+    while heap:
+        low, name, s = heap[0]
+        if fresh >= EMIT and fresh * 2 >= len(held):
+            held.sort()  # (key, log id, seq): never equal, so raw and event are never compared
+            fresh = 0
+            i = bisect_left(held, (low,))  # every entry below the frontier is final
             if i:
-                batch.extend(p[:i])
-                del p[:i]
-        if not batch:
-            # everything held is at the bound: read on in the logs that end there
-            for s in filled:
-                if not s.done:
-                    s.pending.extend(fill(s))
-        still = []
-        for s in filled:
-            if s.pending:
-                still.append(s)
-            elif not s.done:
-                s.low = s.high
-                heapq.heappush(waiting, s)
-        filled = still
-        if batch:
-            batch.sort(key=_key)
-            yield from batch
+                batch = held[:i]
+                del held[:i]
+                yield batch
+        got = fill(s)
+        if got:
+            held += got
+            fresh += len(got)
+            last = got[-1][0]
+            if last > low:
+                s.low = low = last
+        if s.done:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (low, name, s))
+    if held:
+        held.sort()
+        yield held
+
+
+def merge_rounds(sources: list[Source], fill: Callable[[Source], list[Entry]]) -> Iterator[Entry]:
+    """Every entry of every source in (key, log id, seq) order (see the module docstring)."""
+    for batch in merge_batches(sources, fill):
+        yield from batch
 
 
 def keyed(s: Source, time: str) -> str:

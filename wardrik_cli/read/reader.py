@@ -15,6 +15,7 @@ Contract kept here:
 from __future__ import annotations
 
 import hashlib
+from operator import itemgetter
 from typing import Any
 from collections.abc import Callable, Iterator
 
@@ -27,7 +28,7 @@ from wardrik_cli.read.filters import Filters as Filters, parse_types as parse_ty
 from wardrik_cli.store import lines
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
-from wardrik_cli.read.merge import Entry, Source, keyed, merge_rounds
+from wardrik_cli.read.merge import Entry, Source, keyed, merge_batches
 from wardrik_cli.read.scan import OnGap
 from wardrik_cli.store.log import Log, LogView, decode_event, peek
 from wardrik_cli.read.scan import scan
@@ -37,6 +38,9 @@ from wardrik_cli.protocol.times import now
 OnCorrupt = Callable[[CorruptLedger], None] | None
 READ_BUDGET = 32 << 20
 MIN_BLOCK = 2 << 10
+MAX_READ = 8 * lines.CHUNK  # the longest read of a span that keeps few of its lines
+SINGLE_BATCH = 512
+_NAME, _SEQ, _RAW = itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 def block_size(n_logs: int) -> int:
@@ -139,7 +143,7 @@ class Reader:
         self.filters = filters
         self.deployment = deployment
         self.limit = limit
-        self.on_corrupt = on_corrupt
+        self.on_corrupt = _once_each(on_corrupt) if on_corrupt is not None else None
         self.more = False
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
@@ -221,11 +225,12 @@ class Reader:
         on_gap = (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
         return (None if f.only_times and f.since is None else f.accepts), on_gap
 
-    def _merged(self) -> Iterator[Entry]:
-        """Every log's entries (time, log id, seq, raw, event) in (time, log id, seq) order,
-        judged per log so that only matches carry their bytes (raw is None for lines filtered
-        out: they still move the cursor). One log is read straight through; several are
-        merged in rounds (``read.merge``), a span of each at a time."""
+    def _batches(self) -> Iterator[list[Entry]]:
+        """Every log's entries (time, log id, seq, raw, event) in (time, log id, seq) order, a
+        batch at a time, judged per log so that only matches carry their bytes (raw is None for
+        lines filtered out: they still move the cursor; one such entry may stand for a run of
+        them). One log is read straight through; several are merged (``read.merge``), a span of
+        each at a time."""
         f = self.filters
         test, until = f.line_test(), f.until
         if len(self.logs) == 1:
@@ -236,13 +241,19 @@ class Reader:
             view, start, pos, exact = got
             name = log.name
             accepts, on_gap = self._judge(name)
+            batch: list[Entry] = []
             for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
                              on_gap=on_gap, gap_from_start=exact, block=self.block):
                 ev = line.event
                 if ev is None or (accepts is not None and not accepts(ev)):
-                    yield line.time, name, line.seq, None, None
+                    batch.append((line.time, name, line.seq, None, None))
                 else:
-                    yield line.time, name, line.seq, line.raw, ev
+                    batch.append((line.time, name, line.seq, line.raw, ev))
+                if len(batch) >= SINGLE_BATCH:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
             return
         many = self.release_files
         sources = []
@@ -253,38 +264,50 @@ class Reader:
             view, start, pos, exact = got
             low = _time_at(view, start)  # every line from here on is merged at this time or later
             if low is not None:
-                sources.append(Source(log.name, start, pos, exact, low, (view, *self._judge(log.name))))
+                accepts, on_gap = self._judge(log.name)
+                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block]))
             if many:
                 view.release()
-        span = self.block
+        hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
+        # Reads grow past ``hold`` only when reading to the end: a page that stops at a limit
+        # keeps spans short, so its cursor moves past what was passed over before the stop.
+        longest = MAX_READ if self.limit is None else hold
 
         def fill(src: Source) -> list[Entry]:
-            view, accepts, on_gap = src.state
+            state = src.state
+            view, accepts, on_gap, read = state
             view.reacquire()
             name = src.name
             out: list[Entry] = []
+            kept = 0
+            first = src.offset
             for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
                 for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
                                  on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
-                                 block=span, once=once):
+                                 block=read, once=once):
                     ev = line.event
                     t = keyed(src, line.time)
                     if ev is None or (accepts is not None and not accepts(ev)):
                         out.append((t, name, line.seq, None, None))
                     else:
-                        out.append((t, name, line.seq, line.raw, None))  # bytes, not dicts, wait in a merge
+                        raw = line.raw
+                        out.append((t, name, line.seq, raw, None))  # bytes, not dicts, wait in a merge
+                        kept += len(raw)
                     src.offset, src.seq, src.exact = line.end, line.seq, True
-                    if not once:
+                    if not once or kept >= hold:
                         break
                 if out or view.fd is None:
                     break
+            # The next read: what this span kept per byte read says how far a span may go
+            # before it holds ``hold`` bytes (a rare match: a long read, passed over in C).
+            state[3] = max(hold, min(longest, (src.offset - first) * hold // kept)) if kept else longest
             src.done = (src.offset >= view.end or not out
                         or (until is not None and _starts_at_or_after(view, src.offset, until)))
             if many:
                 view.release()
             return out
 
-        yield from merge_rounds(sources, fill)
+        yield from merge_batches(sources, fill)
 
     def _matches(self) -> Iterator[tuple[str, int, bytes, dict[str, Any] | None]]:
         """(log, seq, raw, event or None) of each match in merge order, up to the limit."""
@@ -293,16 +316,17 @@ class Reader:
         delivered = 0
         positions = self.positions
         limit = self.limit
-        for _t, name, seq, raw, ev in self._merged():
-            if raw is None:
+        for batch in self._batches():
+            for _t, name, seq, raw, ev in batch:
+                if raw is None:
+                    positions[name] = seq
+                    continue
+                if limit is not None and delivered >= limit:
+                    self.more = True  # one more match: its position stays before it
+                    return
                 positions[name] = seq
-                continue
-            if limit is not None and delivered >= limit:
-                self.more = True  # one more match: its position stays before it
-                return
-            positions[name] = seq
-            yield name, seq, raw, ev
-            delivered += 1
+                yield name, seq, raw, ev
+                delivered += 1
 
     def __iter__(self) -> Iterator[Item]:
         yield from self.notices()
@@ -310,11 +334,30 @@ class Reader:
             yield Item(name, raw, ev, seq)
 
     def raws(self) -> Iterator[bytes]:
-        """The stored lines only (what ``jsonl`` prints): no ``Item`` made per event."""
+        """The stored lines only (what ``jsonl`` prints): no ``Item`` made per event, and with
+        no limit, a batch's cursor moves and lines are taken in C."""
         for it in self.notices():
             yield it.raw
-        for _name, _seq, raw, _ev in self._matches():
-            yield raw
+        if self.limit is not None:
+            for _name, _seq, raw, _ev in self._matches():
+                yield raw
+            return
+        positions = self.positions
+        for batch in self._batches():
+            positions.update(zip(map(_NAME, batch), map(_SEQ, batch), strict=True))  # a log's last in the batch wins
+            yield from filter(None, map(_RAW, batch))  # None: passed over (a stored line is never empty)
+
+def _once_each(on_corrupt: Callable[[CorruptLedger], None]) -> Callable[[CorruptLedger], None]:
+    """``on_corrupt`` told once per corrupt line: a merge may read a line again (the last line
+    of a log is met by the span that ends there and by the read that finds nothing after)."""
+    seen: set[tuple[str, int]] = set()
+
+    def tell(e: CorruptLedger) -> None:
+        if (e.path, e.offset) not in seen:
+            seen.add((e.path, e.offset))
+            on_corrupt(e)
+
+    return tell
 
 
 def _time_at(view: LogView, offset: int) -> str | None:
