@@ -338,11 +338,13 @@ def test_a_page_after_a_cursor_near_the_end_fetches_about_one_segment(tmp_path, 
 # following a remote root, several commands at once, writers refused
 # ---------------------------------------------------------------------------
 @pytest.mark.subprocess
-def test_tail_f_on_a_remote_root_sees_a_newly_shipped_event(tmp_path, bucket):
+@pytest.mark.parametrize("how", ["variable", "option"])
+def test_tail_f_on_a_remote_root_sees_a_newly_shipped_event(tmp_path, bucket, how):
     r = make_root(tmp_path)
     ship(r, bucket.url)
-    env = dict(os.environ, WARDRIK_REMOTE_INTERVAL="0.3")
-    proc = subprocess.Popen([WARDRIK, "--root", bucket.url, "tail", "solo", "-f", "-n", "1", "-o", "jsonl"],
+    env = dict(os.environ, WARDRIK_REMOTE_INTERVAL="0.3") if how == "variable" else dict(os.environ)
+    every = ["--interval", "0.3"] if how == "option" else []
+    proc = subprocess.Popen([WARDRIK, "--root", bucket.url, "tail", "solo", "-f", "-n", "1", "-o", "jsonl", *every],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.extend(iter(proc.stdout.readline, b"")), daemon=True)

@@ -13,8 +13,8 @@ from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, parse_json, read_arg_bytes
 from wardrik_cli.cli.options import (
-    After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Limit, PageCursorFile, Run, Since, SkipCorrupt,
-    TailCursorFile, Types, Until, Where,
+    After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Limit, PageCursorFile, RemoteInterval, Run, Since,
+    SkipCorrupt, TailCursorFile, Types, Until, Where,
 )
 
 AUDIT_HELP = """The deployment's audit log: who changed what, tamper-evident.
@@ -125,6 +125,7 @@ def audit_tail(
     run: Run = None,
     skip_corrupt: SkipCorrupt = False,
     fmt: FormatOpt = None,
+    interval: RemoteInterval = None,  # used where a remote root is opened (cli.context), not here
 ) -> None:
     """Print the last audit events (or every one after a cursor); with -f, keep following.
 

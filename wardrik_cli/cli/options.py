@@ -61,3 +61,7 @@ Follow = Annotated[bool, typer.Option(
     "-f", "--follow", help="Keep following: every event as it is written.")]
 Data = Annotated[str | None, typer.Option(
     "--data", "-d", metavar="JSON|@FILE|-", help="The event's data, a JSON object (default: {}).")]
+RemoteInterval = Annotated[str | None, typer.Option(
+    "--interval", metavar="DURATION",
+    help="With -f on a remote root (--root s3://... or file://...): how often the store is polled "
+         "(seconds or a duration: 0.5, 30s, 1m; default: $WARDRIK_REMOTE_INTERVAL, else 5).")]

@@ -17,7 +17,8 @@ from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import Invocation, current
 from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all
 from wardrik_cli.cli.options import (
-    ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Patterns, Run, Since, SkipCorrupt, TailCursorFile, Types, Where,
+    ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Patterns, RemoteInterval, Run, Since, SkipCorrupt, TailCursorFile,
+    Types, Where,
 )
 from wardrik_cli.cli.output import Format, choose, emit
 from wardrik_cli.read.reader import OnCorrupt
@@ -50,6 +51,7 @@ def tail(
              "backoff (at least once: drop repeats by event id).")] = None,
     skip_corrupt: SkipCorrupt = False,
     fmt: FormatOpt = None,
+    interval: RemoteInterval = None,  # used where a remote root is opened (cli.context), not here
 ) -> None:
     """Show the last events across the matched logs, then (with -f) follow them as they are written.
 
