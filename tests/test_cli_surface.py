@@ -139,7 +139,12 @@ def test_each_short_option_means_one_thing_everywhere():
             for short in (o for o in param.opts if not o.startswith("--")):
                 meaning.setdefault(short, set()).update(longs)
     clashes = {s: m for s, m in meaning.items() if len(m) > 1 and s != "-h"}
-    assert clashes == {}
+    # The one exception, the contract's own spelling: `export otlp [-o FILE | --endpoint URL]`
+    # (it prints no format, so its -o is where the spans go).
+    assert clashes == {"-o": {"--format", "--output"}}
+    outputs = [" ".join(path) for path, cmd in COMMANDS for p in cmd.params if "--output" in getattr(p, "opts", [])]
+    assert outputs == ["export otlp"]
+    meaning["-o"] = {"--format"}
     assert meaning["-v"] == {"--verbose"} and meaning["-n"] == {"--lines"} and meaning["-o"] == {"--format"}
     # a global option is never also one command's own
     own = {o for path, cmd in COMMANDS if path for p in cmd.params for o in getattr(p, "opts", [])}
