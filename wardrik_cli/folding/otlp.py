@@ -53,7 +53,7 @@ from typing import IO, Any
 import orjson
 
 from wardrik_cli.errors import BadInput, CorruptLedger, Failure
-from wardrik_cli.protocol.catalogue import PREFIX, is_cost
+from wardrik_cli.protocol.catalogue import PREFIX, dig, is_cost
 from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.read.filters import Filters, parse_run
 from wardrik_cli.read.reader import check_position, gap_warning
@@ -125,12 +125,7 @@ def time_ns(t: str) -> int:
 # ---------------------------------------------------------------------------------------
 # events -> spans, one log at a time
 # ---------------------------------------------------------------------------------------
-def _g(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
+_g = dig  # event data by path, None where a step is not an object
 
 
 def _id(d: dict[str, Any], key: str) -> Any:

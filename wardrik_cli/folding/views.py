@@ -58,7 +58,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from wardrik_cli.errors import BadView, Failure
-from wardrik_cli.protocol.catalogue import is_cost, is_count
+from wardrik_cli.protocol.catalogue import dig, is_cost, is_count
 
 P = "wardrik."
 ERROR_CHARS = 120  # the longest error text a timeline row keeps
@@ -75,12 +75,7 @@ class ViewFailed(Failure):
     """A view raised while folding: names the view and the event's sequence."""
 
 
-def _g(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
+_g = dig  # event data by path, None where a step is not an object
 
 
 def _data_of(event: dict[str, Any]) -> dict[str, Any]:

@@ -93,6 +93,16 @@ def lookup(type_name: str) -> EventType:
     return t
 
 
+def dig(data: Any, *path: str) -> Any:
+    """``data[path[0]][path[1]]...``, or None where a step is not an object (event data read
+    by folds and renderers: any shape may come from a log another tool wrote)."""
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
 def get_path(data: Any, dotted: str) -> tuple[bool, Any]:
     cur = data
     for part in dotted.split("."):

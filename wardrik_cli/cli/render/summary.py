@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wardrik_cli.protocol.catalogue import short_name
+from wardrik_cli.protocol.catalogue import dig, short_name
 
 FAMILIES = ("run", "message", "tool_call", "input", "trigger", "audit", "dropped", "activity", "other")
 _AUDIT = frozenset({"agent.created", "agent.configured", "agent.forgotten", "trigger.created", "trigger.deleted",
@@ -46,13 +46,7 @@ def _data_of(event: dict[str, Any]) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-def _g(data: Any, *path: str) -> Any:
-    cur = data
-    for p in path:
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(p)
-    return cur
+_g = dig  # event data by path, None where a step is not an object
 
 
 def one_line(text: Any) -> str:
