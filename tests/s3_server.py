@@ -13,8 +13,10 @@ import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 KEY = re.compile(r"(?:.*/)?v1/deployment=([^/]+)/kind=(agents|audit)/log=([^/]+)/day=(\d{4}-\d\d-\d\d)/(\d{12})\.jsonl")
@@ -88,3 +90,46 @@ def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Bucket:
     name = f"wardrik-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
     return Bucket(name, "fleet", env, client)
+
+
+# ---------------------------------------------------------------------------
+# the two kinds of target, read without wardrik
+# ---------------------------------------------------------------------------
+class FolderTarget:
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.url = f"file://{path}"
+
+    def segments(self) -> list[str]:
+        return sorted(p.relative_to(self.path).as_posix() for p in self.path.rglob("*.jsonl")
+                      if not p.name.startswith("."))
+
+    def get(self, key: str) -> tuple[bytes, dict]:
+        meta = orjson.loads((self.path / (key + ".meta")).read_bytes())
+        return (self.path / key).read_bytes(), {"wardrik-last-sequence": f"{meta['last_sequence']:012d}",
+                                                 "wardrik-sha256": meta["sha256"], "wardrik-root-id": meta["root_id"]}
+
+    def put(self, key: str, body: bytes, metadata: dict) -> None:
+        (self.path / key).write_bytes(body)
+
+
+class S3Target:
+    def __init__(self, b: Bucket):
+        self.b, self.url = b, b.url
+
+    def segments(self) -> list[str]:
+        return self.b.segments()
+
+    def get(self, key: str) -> tuple[bytes, dict]:
+        return self.b.get(key)
+
+    def put(self, key: str, body: bytes, metadata: dict) -> None:
+        self.b.put(key, body, metadata)
+
+
+@pytest.fixture(params=["s3", "file"])
+def target(request, tmp_path):
+    if request.param == "s3":
+        return S3Target(request.getfixturevalue("bucket"))
+    return FolderTarget(tmp_path / "share")

@@ -23,9 +23,9 @@ import pytest
 
 from conftest import WARDRIK, jsonl, run_cli
 import s3_server
-from s3_server import Bucket, s3_env
+from s3_server import FolderTarget, s3_env
 
-s3_endpoint, bucket = s3_server.s3_endpoint, s3_server.bucket
+s3_endpoint, bucket, target = s3_server.s3_endpoint, s3_server.bucket, s3_server.target
 
 import sys  # noqa: E402
 
@@ -43,42 +43,6 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.delenv("WARDRIK_CACHE", raising=False)
 
 
-class FolderTarget:
-    def __init__(self, path: Path):
-        self.path = path
-        path.mkdir(parents=True, exist_ok=True)
-        self.url = f"file://{path}"
-
-    def segments(self) -> list[str]:
-        return sorted(p.relative_to(self.path).as_posix() for p in self.path.rglob("*.jsonl")
-                      if not p.name.startswith("."))
-
-    def get(self, key: str) -> tuple[bytes, dict]:
-        return (self.path / key).read_bytes(), {}
-
-    def put(self, key: str, body: bytes, metadata: dict) -> None:
-        (self.path / key).write_bytes(body)
-
-
-class S3Target:
-    def __init__(self, b: Bucket):
-        self.b, self.url = b, b.url
-
-    def segments(self) -> list[str]:
-        return self.b.segments()
-
-    def get(self, key: str) -> tuple[bytes, dict]:
-        return self.b.get(key)
-
-    def put(self, key: str, body: bytes, metadata: dict) -> None:
-        self.b.put(key, body, metadata)
-
-
-@pytest.fixture(params=["s3", "file"])
-def target(request, tmp_path):
-    if request.param == "s3":
-        return S3Target(request.getfixturevalue("bucket"))
-    return FolderTarget(tmp_path / "share")
 
 
 def make_root(tmp_path: Path) -> Path:

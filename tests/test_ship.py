@@ -24,10 +24,10 @@ import pytest
 
 from conftest import WARDRIK, jsonl, run_cli
 import s3_server
-from s3_server import KEY, Bucket, free_port, s3_env
+from s3_server import KEY, S3Target, free_port, s3_env
 
 # the server and bucket fixtures (conftest is shared; these are this module's)
-s3_endpoint, bucket = s3_server.s3_endpoint, s3_server.bucket
+s3_endpoint, bucket, target = s3_server.s3_endpoint, s3_server.bucket, s3_server.target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from spread_ledger import write_spread  # noqa: E402
@@ -38,44 +38,6 @@ DAY_NS = 86_400 * 10**9
 # ---------------------------------------------------------------------------
 # the two kinds of target, read without wardrik
 # ---------------------------------------------------------------------------
-class FolderTarget:
-    def __init__(self, path: Path):
-        self.path = path
-        path.mkdir(parents=True, exist_ok=True)
-        self.url = f"file://{path}"
-
-    def segments(self) -> list[str]:
-        return sorted(p.relative_to(self.path).as_posix() for p in self.path.rglob("*.jsonl")
-                      if not p.name.startswith("."))
-
-    def get(self, key: str) -> tuple[bytes, dict]:
-        meta = orjson.loads((self.path / (key + ".meta")).read_bytes())
-        return (self.path / key).read_bytes(), {"wardrik-last-sequence": f"{meta['last_sequence']:012d}",
-                                                 "wardrik-sha256": meta["sha256"], "wardrik-root-id": meta["root_id"]}
-
-    def put(self, key: str, body: bytes, metadata: dict) -> None:
-        (self.path / key).write_bytes(body)
-
-
-class S3Target:
-    def __init__(self, b: Bucket):
-        self.b, self.url = b, b.url
-
-    def segments(self) -> list[str]:
-        return self.b.segments()
-
-    def get(self, key: str) -> tuple[bytes, dict]:
-        return self.b.get(key)
-
-    def put(self, key: str, body: bytes, metadata: dict) -> None:
-        self.b.put(key, body, metadata)
-
-
-@pytest.fixture(params=["s3", "file"])
-def target(request, tmp_path):
-    if request.param == "s3":
-        return S3Target(request.getfixturevalue("bucket"))
-    return FolderTarget(tmp_path / "share")
 
 
 def stored_logs(t) -> dict[tuple[str, str], list[tuple[int, int, bytes, str]]]:
