@@ -28,7 +28,7 @@ from wardrik_cli.read.filters import Filters as Filters, parse_types as parse_ty
 from wardrik_cli.store import lines
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
-from wardrik_cli.read.merge import Entry, Source, keyed, merge_batches
+from wardrik_cli.read.merge import Entry, Source, merge_batches
 from wardrik_cli.read.scan import OnGap
 from wardrik_cli.store.log import Log, LogView, decode_event, peek
 from wardrik_cli.read.scan import scan
@@ -159,7 +159,8 @@ class Reader:
             view.ends_from_bytes = True  # its lines are checked as they are read
             self.views[log.name] = view
             pos = self.after.get(log.name, 0)
-            check_position(view, pos)
+            if pos > 0:  # no log ends before 0: its last line need not be read
+                check_position(view, pos)
             self.positions[log.name] = pos
             if len(logs) > KEEP_OPEN:
                 view.first()  # known before the file is closed: notices need it
@@ -262,7 +263,7 @@ class Reader:
             if got is None:
                 continue
             view, start, pos, exact = got
-            low = _time_at(view, start)  # every line from here on is merged at this time or later
+            low = _low(view, start)  # every line from here on is merged at this time or later
             if low is not None:
                 accepts, on_gap = self._judge(log.name)
                 sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block]))
@@ -286,7 +287,11 @@ class Reader:
                                  on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
                                  block=read, once=once):
                     ev = line.event
-                    t = keyed(src, line.time)
+                    t = line.time  # keyed(), inlined: never below the log's last key
+                    if t < src.high:
+                        t = src.high
+                    else:
+                        src.high = t
                     if ev is None or (accepts is not None and not accepts(ev)):
                         out.append((t, name, line.seq, None, None))
                     else:
@@ -375,6 +380,16 @@ def _time_at(view: LogView, offset: int) -> str | None:
         return str(decode_event(got[1])["time"])
     except ValueError:
         return ""
+
+
+def _low(view: LogView, offset: int) -> str | None:
+    """``_time_at``, from the first event already read when the read starts at it."""
+    first = view.first() if offset == 0 and view.end > 0 else None
+    if first is not None and first[0] == 0:
+        t = first[1].get("time")
+        if isinstance(t, str):
+            return t
+    return _time_at(view, offset)
 
 
 def _starts_at_or_after(view: LogView, offset: int, t: str) -> bool:
