@@ -38,7 +38,7 @@ from wardrik_cli.protocol.times import now
 OnCorrupt = Callable[[CorruptLedger], None] | None
 READ_BUDGET = 32 << 20
 MIN_BLOCK = 2 << 10
-MAX_READ = 8 * lines.CHUNK  # the longest read of a span that keeps few of its lines
+MAX_READ = 4 * lines.CHUNK  # the longest read of a span that keeps few of its lines
 SINGLE_BATCH = 512
 _NAME, _SEQ, _RAW = itemgetter(1), itemgetter(2), itemgetter(3)
 
