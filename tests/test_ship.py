@@ -211,7 +211,11 @@ def test_kill_9_mid_ship_with_an_appender_running(tmp_path, bucket):
             before = len(t.segments())
             p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", t.url, "-q"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(rng.uniform(0.1, 0.6))
+            # the instant: once it has stored a random 1 to 3 segments (a condition on what it
+            # did, not a sleep; a generous ceiling only against a hang)
+            want, deadline = before + rng.randint(1, 3), time.monotonic() + 60
+            while p.poll() is None and len(t.segments()) < want and time.monotonic() < deadline:
+                time.sleep(0.005)
             running = p.poll() is None
             p.send_signal(signal.SIGKILL)
             p.wait()
