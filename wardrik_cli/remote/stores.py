@@ -351,6 +351,12 @@ class FolderStore(Store):
                 pass
             except OSError as e:
                 raise Failure(f"{self.where(key)}: cannot delete: {e.strerror or e}") from None
+        # A day folder left empty goes too (retention empties old days). A shipper writing into
+        # it at that instant fails its create with ENOENT and retries: nothing is lost.
+        try:
+            self._file(key).parent.rmdir()
+        except OSError:
+            pass  # not empty, or gone already
 
     def read_range(self, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
         try:
