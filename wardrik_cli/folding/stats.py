@@ -56,10 +56,14 @@ from pathlib import Path
 from typing import Any
 
 from wardrik_cli.errors import BadConfig, BadInput, CorruptLedger
-from wardrik_cli.protocol.catalogue import DROPPED, PREFIX, is_cost, short_name
+from wardrik_cli.protocol.catalogue import PREFIX, is_cost, short_name
 from wardrik_cli.protocol.envelope import trace_id_of
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
+
+from orjson import loads as _loads
+
+_DATA_KEY = b',"data":'  # read.scan.DATA_KEY (not imported here: stats loads the reader only when it runs)
 
 BY = ("agent", "run", "model", "tool", "type")
 MAX_OPEN = 100_000
@@ -415,18 +419,30 @@ class Counter:
 
     # -- tool -------------------------------------------------------------------------------
     def _tool(self, log: str, e: dict[str, Any]) -> None:
-        t, d, time = e.get("type"), _data(e), e.get("time", "")
-        if t == _TOOL_STARTED:
-            name = _key(_g(d, "tool", "name"))
-            self._group(name, time)
-            self.open.put(log, _ident(_g(d, "tool", "call", "id")), name, time)
-        elif t == _TOOL_COMPLETED or t == _TOOL_FAILED:
-            got = self.open.pop(log, _ident(_g(d, "tool", "call", "id")))
+        self.tool_event(log, e.get("type"), e.get("time", ""), _data(e))
+
+    def tool_event(self, log: str, t: Any, time: str, d: dict[str, Any]) -> None:
+        """One event under ``tool``, given as its type, time and data (a dict)."""
+        if t == _TOOL_STARTED or t == _TOOL_COMPLETED or t == _TOOL_FAILED:
+            tool = d.get("tool")
+            if isinstance(tool, dict):
+                call = tool.get("call")
+                ident = call.get("id") if isinstance(call, dict) else None
+                if ident is not None and not isinstance(ident, str):
+                    ident = _ident(ident)
+            else:
+                tool = ident = None
+            if t == _TOOL_STARTED:
+                name = _key(tool.get("name")) if tool is not None else None
+                self._group(name, time)
+                self.open.put(log, ident, name, time)
+                return
+            got = self.open.pop(log, ident)
             if got is not None:
                 name, began = got
                 took = seconds_between(began, time)
             else:
-                name, took = _key(_g(d, "tool", "name")), None
+                name, took = (_key(tool.get("name")) if tool is not None else None), None
             self._group(name, time).ended(t == _TOOL_FAILED, took)
         elif t == _RUN_COMPLETED or t == _RUN_FAILED:
             for name, _began in self.open.drain(log):
@@ -549,6 +565,9 @@ def _g(d: Any, *path: str) -> Any:
     return d
 
 
+_TOOL_TYPES = {t.encode(): t for t in READS["tool"] or ()}
+
+
 def count(events: Iterable[tuple[str, dict[str, Any]]], by: str, prices: Prices | None = None) -> list[dict[str, Any]]:
     """The rows for ``(log, event)`` pairs given in each log's order (the window already applied)."""
     c = Counter(by, prices)
@@ -564,23 +583,60 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
     """Stream the matched logs (each oldest first, through ``read.reader.Reader``) into the
     rows of ``by``; ``since``/``until`` are stored times."""
     from wardrik_cli.read.reader import Filters, Reader
+    from wardrik_cli.read.scan import scan
 
     check_by(by)
     reads = READS[by]
     filters = Filters(types=reads, since=since, until=until)
+    test = filters.line_test()
     c = Counter(by, prices)
     add = c.add
     dropped: dict[str, int] = {}
     # One log at a time: starts and ends pair within a log, and the sums do not depend on the
-    # order logs come in, so no merge is needed (a merge over many logs keeps the lines it
-    # holds as bytes and decodes them again; one log's scan hands each line out decoded).
+    # order logs come in, so no merge is needed. The reader places the read (its position
+    # after a notice of dropped events, the seek to ``since``, gap warnings, corrupt lines
+    # told once); the scan is read here directly, lazily (``read.scan``'s dense path): in a
+    # block in this tool's shape only the lines of the types read are found, by one byte
+    # search, and each is decoded here, so each is checked as a decoded line is. Every event
+    # is then judged as ``Filters.accepts`` would (its type, and the window, which the seek
+    # and ``until`` keep only in a log whose times are sorted).
     for log in logs:
         with Reader([log], None, filters=filters, deployment=deployment, on_corrupt=on_corrupt, warn=warn) as reader:
             name = log.name
-            for it in reader:
-                ev = it.event
-                if it.seq is None and ev.get("type") == DROPPED:
-                    dropped[name] = int(_g(ev, "data", "count") or 0)
+            for it in reader.notices():
+                dropped[name] = int(_g(it.event, "data", "count") or 0)
+            got = reader._start(log)
+            if got is None:
+                continue
+            view, start, pos, exact = got
+            _accepts, on_gap = reader._judge(name)
+            told = reader.on_corrupt
+            tool_event = c.tool_event if by == "tool" else None
+            tool_types, loads = _TOOL_TYPES, _loads
+            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=told,
+                             on_gap=on_gap, gap_from_start=exact, block=reader.block, lazy=True):
+                offset, raw, _seq, t, ev, _end, span = line
+                if ev is None:
+                    if span:
+                        continue  # passed over: not a type read
+                    if tool_event is not None:  # --by tool: its envelope read from bytes, its data decoded alone
+                        j = raw.find(b'"', 73)
+                        typ = tool_types.get(raw[73:j])
+                        if typ is not None:
+                            try:
+                                d = loads(raw[raw.find(_DATA_KEY, j) + 8:-1])
+                            except ValueError:
+                                d = None  # not an event: decoded whole below, and reported
+                            if d is not None:
+                                if (since is None or t >= since) and (until is None or t < until):
+                                    tool_event(name, typ, t, d if type(d) is dict else {})
+                                continue
+                    ev = view.decode_or_report(offset, raw, told)
+                    if ev is None:
+                        continue
+                t = ev["time"]
+                if ((reads is not None and ev["type"] not in reads) or (since is not None and t < since)
+                        or (until is not None and t >= until)):
                     continue
                 add(name, ev)
     return StatsResult(by, since, until, c.rows(), dropped)

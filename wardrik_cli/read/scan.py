@@ -22,9 +22,23 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
 - ``once``: read one block only (a merge takes a span of a log at a time).
+- ``lazy`` (a test of types only: no needles): the dense path. In every block in this
+  tool's shape (as above, whatever share of its lines is wanted), the lines of a wanted type
+  are found by one byte search for ``{"specversion":"1.0","id":"<36 bytes>","type":"<type>",
+  "source":"`` starting a line (a type written inside data is never at a line's start).
+  A found line whose envelope is *plain* comes undecoded (``event`` None, ``span`` 0, its
+  ``seq`` and ``time`` read from its bytes): plain means every byte before its data is
+  checked (id, source, subject and time strings of printable ASCII without ``"`` or ``\\``,
+  a 12-digit sequence, a W3C traceparent or none, then ``,"data":``), so the envelope is
+  valid JSON, and the line is an event exactly when ``raw[raw.find(DATA_KEY, 73) + 8:-1]``
+  decodes: the caller decodes that (and, when it does not, the whole line, to report it).
+  Any other found line is decoded here, as a line out of shape is. Lines of other types in
+  such a block are passed over, as by the sparse path; blocks not in shape are read line by
+  line, as without ``lazy``.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 from collections.abc import Callable, Iterator
 
@@ -47,7 +61,8 @@ class Line(NamedTuple):
     time: str
     event: dict[str, Any] | None  # None: not decoded (ruled out): it only moves a position
     end: int  # where the next line starts
-    span: int  # how many lines this stands for (a run passed over unread: more than 1)
+    span: int  # how many lines this stands for (a run passed over unread: more than 1; 0: a line of a
+    # wanted type handed out undecoded, by a ``lazy`` scan only)
 
 
 # Lines are made with tuple.__new__ directly: a NamedTuple's own __new__ is Python code, and
@@ -59,7 +74,7 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
          test: LineTest | None = None, after_seq: int = 0, until: str | None = None, at: int | None = None,
          on_corrupt: Callable[[CorruptLedger], None] | None = None, decode: Decode | None = None,
          on_gap: OnGap | None = None, gap_from_start: bool = False,
-         block: int = lines.CHUNK, once: bool = False) -> Iterator[Line]:
+         block: int = lines.CHUNK, once: bool = False, lazy: bool = False) -> Iterator[Line]:
     """The lines of ``view`` in ``[start, end)``, as the module docstring says."""
     fd = view.fd
     if fd is None or start >= end:
@@ -77,22 +92,30 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
         if test.wanted is not None:
             markers = [b'","type":"' + t + b'"' for t in test.wanted if t.startswith(b"wardrik.")]
         searchable = test.wanted is not None or bool(test.needles)
+    picker = _picker(test.wanted) if lazy and test is not None and test.wanted is not None and not test.needles \
+        else None
     pos = after_seq
     armed = gap_from_start and on_gap is not None  # is pos the sequence just before the next line?
     dense = False  # are candidates common? then line by line is cheaper than a search per hit
     for block_off, data, size in lines.iter_spans(fd, start, end, chunk=block, once=once):
         # data[:size] is the block's whole lines; what follows is read again with the next block
         n_lines = count(data, b"\n", 0, size)
-        if searchable and not dense:
+        if searchable and (not dense or picker is not None):
             assert test is not None
             summary = _in_shape(data, size, n_lines, until, at, pos, armed)
             if summary is not None:
-                found = 0
-                for line in _hits(data, size, block_off, test, markers, pos, decode):
-                    pos = line.seq
-                    found += 1
-                    yield line
-                dense = found * SPARSE > n_lines
+                if picker is not None:
+                    got = _picked(data, size, block_off, picker, pos, decode)
+                    if got:
+                        pos = got[-1][2]
+                        yield from got
+                else:
+                    found = 0
+                    for line in _hits(data, size, block_off, test, markers, pos, decode):
+                        pos = line.seq
+                        found += 1
+                        yield line
+                    dense = found * SPARSE > n_lines
                 last_seq, last_time, last_off, last_raw = summary
                 if last_seq > pos:
                     pos = last_seq
@@ -222,3 +245,54 @@ def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes
             continue
         pos = seq
         yield _new(Line, (base + line_start, raw, seq, ev["time"], ev, base + line_end + 1, 1))
+
+
+# A JSON string's bytes that need no decoding: printable ASCII but the quote and the backslash.
+PLAIN = rb'[ !#-\[\]-~]'
+DATA_KEY = b',"data":'
+
+
+def _picker(wanted: frozenset[bytes]) -> re.Pattern[bytes] | None:
+    """The byte pattern of a line of a wanted type in this tool's shape, up to its source key
+    (only prefixed types can be a stored line's own type; group 1: the id when it is plain),
+    then, when the rest of its envelope is plain (the source, subject and time plain strings,
+    the sequence 12 digits, a W3C traceparent or none, then the data key), its time and
+    sequence (groups 2 and 3). None when no type can be found so."""
+    types = sorted(t for t in wanted if t.startswith(b"wardrik."))
+    if not types:
+        return None
+    return re.compile(re.escape(HEAD) + rb"(?=(" + PLAIN + rb'{36})?)[^\n]{36}' + re.escape(b'","type":"') + rb"(?:"
+                      + b"|".join(re.escape(t) for t in types) + rb")" + re.escape(b'","source":"')
+                      + rb'(?:' + PLAIN + rb'*","subject":"' + PLAIN + rb'*","time":"(' + PLAIN
+                      + rb'{27})","sequence":"([0-9]{12})"(?:,"traceparent":"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-'
+                      rb'[0-9a-f]{2}")?' + re.escape(DATA_KEY) + rb')?')
+
+
+def _picked(data: bytes, size: int, base: int, picker: re.Pattern[bytes], pos: int,
+            decode: Decode) -> list[Line]:
+    """The block's lines of a wanted type in order (the block is in shape and its sequences
+    run on: see _in_shape): undecoded when their envelope is plain, else decoded. A match
+    that does not start a line is in some data. A list: the hot loop of a dense read."""
+    out: list[Line] = []
+    add = out.append
+    for m in picker.finditer(data, 0, size):
+        s = m.start()
+        if s and data[s - 1] != 10:  # not at a line's start: an event written inside data
+            continue
+        e = find(data, b"\n", s, size)
+        ident, t, sq = m.group(1, 2, 3)
+        if sq is None or ident is None:  # not plain: decoded, as any line the byte look cannot judge
+            raw = data[s:e]
+            ev = decode(base + s, raw)
+            if ev is None:
+                continue
+            seq = int(ev["sequence"])
+            if seq > pos:
+                pos = seq
+                add(_new(Line, (base + s, raw, seq, ev["time"], ev, base + e + 1, 1)))
+            continue
+        seq = int(sq)
+        if seq > pos:
+            pos = seq
+            add(_new(Line, (base + s, data[s:e], seq, t.decode(), None, base + e + 1, 0)))
+    return out
