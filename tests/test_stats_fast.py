@@ -4,6 +4,7 @@ every event through the reader gives, on random logs with corrupt lines, lines o
 tool's shape, envelopes that are not plain, and events written inside data."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
@@ -11,9 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from foldhelp import compact
+from test_stats import ledgers, write_root
 from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.folding import checkpoint as ckpt
 from wardrik_cli.folding import stats as stats_mod
-from wardrik_cli.folding.stats import count, stats
+from wardrik_cli.folding.stats import count, load_prices, stats
 from wardrik_cli.protocol.catalogue import lookup
 from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id
 from wardrik_cli.read import reader as reader_mod
@@ -96,13 +100,22 @@ def _write(root: Path, logs: dict[str, bytes]) -> list[Log]:
     return [Log.agent(r, log) for log in sorted(logs)]
 
 
+class Approx(list):
+    """Rows compared with floats within rounding: per-log sums added in another order."""
+
+    def __eq__(self, other):
+        return len(self) == len(other) and all(
+            a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-9, abs=2e-6) if isinstance(a[k], float)
+                                         else a[k] == b[k] for k in a) for a, b in zip(self, other, strict=True))
+
+
 def _run(fn, *args, **kw):
     told: list[tuple[int | None, int | None]] = []
     try:
         rows = fn(*args, on_corrupt=lambda e: told.append((e.line, e.offset)), **kw)
     except CorruptLedger as e:  # pragma: no cover - on_corrupt is given
         return ("raised", e.line, e.offset)
-    return rows, sorted(told)
+    return Approx(rows), sorted(told)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -145,3 +158,96 @@ def test_each_odd_line_in_a_block_in_shape(tmp_path, monkeypatch, kind, block):
     new = _run(lambda **kw: stats(ls, "tool", deployment=DEPLOYMENT, **kw).rows)
     assert new == _run(lambda **kw: old_stats(ls, "tool", **kw))
     assert new[0] and (kind == "baddata") == bool(new[1])
+
+
+
+# ---------------------------------------------------------------------------------------
+# checkpoints: a second count reads only what was appended
+# ---------------------------------------------------------------------------------------
+def _split_root(root: Path, logs: dict) -> tuple[list[Log], dict[str, list[bytes]]]:
+    write_root(root, logs)
+    r = Root(root)
+    names = sorted(logs)
+    return [Log.agent(r, n) for n in names], {n: (root / (n + ".jsonl")).read_bytes().splitlines(True) for n in names}
+
+
+def _count(root: Path, ls: list[Log], by: str, **kw) -> list[dict]:
+    return stats(ls, by, deployment=DEPLOYMENT, prices=load_prices(Root(root)), **kw).rows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(logs=ledgers(), by=st.sampled_from(["tool", "model", "run", "agent", "type"]),
+       cuts=st.lists(st.floats(0, 1), min_size=1, max_size=3))
+def test_a_checkpoint_and_the_suffix_count_as_the_whole(tmp_path_factory, monkeypatch, logs, by, cuts):
+    root = tmp_path_factory.mktemp("ck") / "root"
+    ls, lines = _split_root(root, logs)
+    used: list = []
+    real_load = ckpt.load
+
+    def load(*a, **kw):
+        got = real_load(*a, **kw)
+        used.append(got is not None)
+        return got
+    monkeypatch.setattr(ckpt, "load", load)
+    done = dict.fromkeys(lines, 0)
+    for n in lines:
+        (root / (n + ".jsonl")).write_bytes(b"")
+    had = 0
+    for cut in sorted(cuts) + [1.0]:  # the log grows by appends; each count after one uses the last
+        had = sum(1 for v in done.values() if v)  # logs counted before this append: a checkpoint each
+        for n, body in lines.items():
+            upto = int(len(body) * cut)
+            if upto > done[n]:
+                with open(root / (n + ".jsonl"), "ab") as f:
+                    f.write(b"".join(body[done[n]:upto]))
+                done[n] = upto
+        used.clear()
+        got = _count(root, ls, by)
+        assert Approx(got) == _count(root, ls, by, checkpoints=False)
+    assert sum(used) == had  # the last count resumed every log counted before from its checkpoint
+
+
+def test_a_compacted_log_discards_its_checkpoint(tmp_path):
+    root = tmp_path / "root"
+    tool = [("tool_call.started", {"tool": {"name": "bash", "call": {"id": f"c{i}"}}}, i, "ab" * 16)
+            for i in range(6)]
+    ends = [("tool_call.completed", {"tool": {"call": {"id": f"c{i}"}}}, 1000, "ab" * 16) for i in range(6)]
+    ls, lines = _split_root(root, {"acme/a": tool + ends})
+    before = _count(root, ls, "tool")
+    assert before[0]["calls"] == 6
+    assert list((root / ".wardrik" / "checkpoints" / "acme").iterdir())
+    compact(root, "acme/a", 4)  # the first four starts are gone
+    after = _count(root, ls, "tool")
+    assert after == _count(root, ls, "tool", checkpoints=False)
+    rows = {r["tool"]: r for r in after}  # an end whose start was dropped has no name, nor duration
+    assert rows["bash"]["calls"] == 2 and rows[None]["calls"] == 4 and rows[None]["max_s"] is None
+    assert ckpt.load(ls[0], ls[0].open(), "wardrik.stats.tool", "x") is None
+    # truncated (a line cut off): discarded too
+    p = root / "acme/a.jsonl"
+    p.write_bytes(b"".join(p.read_bytes().splitlines(True)[:-1]))
+    assert _count(root, ls, "tool") == _count(root, ls, "tool", checkpoints=False)
+
+
+def test_a_read_only_root_writes_no_checkpoint(tmp_path):
+    root = tmp_path / "root"
+    ls, _ = _split_root(root, {"acme/a": [("tool_call.started", {"tool": {"name": "b", "call": {"id": "c"}}}, 0,
+                                           "ab" * 16)]})
+    before = sorted(os.listdir(root / ".wardrik"))
+    dirs = (root, root / "acme", root / ".wardrik")
+    for d in dirs:
+        os.chmod(d, 0o555)
+    try:
+        assert _count(root, ls, "tool")[0]["unended"] == 1
+        assert sorted(os.listdir(root / ".wardrik")) == before
+    finally:
+        for d in dirs:
+            os.chmod(d, 0o755)
+
+
+def test_a_window_neither_reads_nor_writes_a_checkpoint(tmp_path):
+    root = tmp_path / "root"
+    ls, _ = _split_root(root, {"acme/a": [("tool_call.started", {"tool": {"name": "b", "call": {"id": "c"}}}, 0,
+                                           "ab" * 16)]})
+    _count(root, ls, "tool", since="2026-01-01T00:00:00.000000Z")
+    assert not (root / ".wardrik" / "checkpoints").exists()

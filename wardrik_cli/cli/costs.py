@@ -63,7 +63,9 @@ def stats(
     ([prices."anthropic:claude-haiku-4-5"] input_per_mtok, output_per_mtok, optional
     cache_read_per_mtok, cache_creation_per_mtok), else unknown: a group's cost is blank
     unless every model call in it has one (never a guess). Percentiles are nearest-rank,
-    exact up to 4,096 calls a group, then within 0.5%.
+    exact up to 4,096 calls a group, then within 0.5%. Without --since/--until, each log's
+    counts are kept in .wardrik/checkpoints/ (on a writable root; discarded when the log no
+    longer matches them), so the next stats reads only what was appended since.
 
     Examples:
 

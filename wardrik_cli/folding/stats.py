@@ -233,6 +233,39 @@ class Durations:
             i = math.ceil(math.log(x) / self._LOG_GAMMA)
             self.buckets[i] = self.buckets.get(i, 0) + 1
 
+    def merge(self, o: Durations) -> None:
+        """Add another group's durations: the same as adding its values after these, one by one."""
+        if o.n == 0:
+            return
+        if self.max is None or (o.max is not None and o.max > self.max):
+            self.max = o.max
+        self.n += o.n
+        if self.values is not None and o.values is not None and len(self.values) + len(o.values) <= self.EXACT:
+            self.values.extend(o.values)
+            return
+        if self.values is not None:
+            values, self.values = self.values, None
+            for v in values:
+                self._bucket(v)
+        if o.values is not None:
+            for v in o.values:
+                self._bucket(v)
+        else:
+            self.zeros += o.zeros
+            for i, k in o.buckets.items():
+                self.buckets[i] = self.buckets.get(i, 0) + k
+
+    def dump(self) -> list[Any]:
+        return [self.values, sorted(self.buckets.items()), self.zeros, self.n, self.max]
+
+    @classmethod
+    def load(cls, d: list[Any]) -> Durations:
+        x = cls()
+        values, buckets, x.zeros, x.n, x.max = d
+        x.values = [float(v) for v in values] if values is not None else None
+        x.buckets = {int(i): int(k) for i, k in buckets}
+        return x
+
     def quantile(self, p: float) -> float | None:
         """Nearest rank: the value at rank ceil(p x n) (exact, or the sketch's estimate of it)."""
         if self.n == 0:
@@ -293,6 +326,31 @@ class Group:
             self.unpriced += 1
         else:
             self.cost += c
+
+    def merge(self, o: Group) -> None:
+        """Add the same group's counts from another log (its first sighting stays this one's)."""
+        self.calls += o.calls
+        self.failures += o.failures
+        self.unended += o.unended
+        self.durations.merge(o.durations)
+        self.input_tokens += o.input_tokens
+        self.output_tokens += o.output_tokens
+        self.cost += o.cost
+        self.unpriced += o.unpriced
+        self.is_run = self.is_run or o.is_run
+
+    def dump(self) -> list[Any]:
+        return [self.calls, self.failures, self.unended, self.durations.dump(), self.input_tokens,
+                self.output_tokens, self.cost, self.unpriced, self.first, self.is_run, self.log]
+
+    @classmethod
+    def load(cls, d: list[Any]) -> Group:
+        g = cls(d[8], d[10])
+        g.calls, g.failures, g.unended, durations, g.input_tokens, g.output_tokens, g.cost, g.unpriced = d[:8]
+        g.durations = Durations.load(durations)
+        g.cost = float(g.cost)
+        g.is_run = bool(d[9])
+        return g
 
     def row(self, by: str, key: Any) -> dict[str, Any]:
         timed = by != "type"
@@ -535,13 +593,44 @@ class Counter:
         return started if started is not None else _key(d.get("model"))
 
     # -- the answer -------------------------------------------------------------------------
-    def rows(self) -> list[dict[str, Any]]:
+    def finish(self) -> None:
+        """The end of the read: what is still open counts as unended, and is forgotten."""
         for key in self.open.rest():
             self._unended(key)
         self.open = _Open(self._unended, self.max_open)
         for log, (trace, _t) in self.runs.items():
             self._unended((log, trace) if self.by == "run" else log)  # started, never ended in the window
         self.runs = {}
+        self.models = _Open(lambda _key: None, self.max_open)
+
+    def merge(self, other: Counter) -> None:
+        """Add a finished count of other logs (``finish``): groups are sums, so the order of
+        logs does not change the answer."""
+        for key, g in other.groups.items():
+            mine = self.groups.get(key)
+            if mine is None:
+                self.groups[key] = g
+            else:
+                mine.merge(g)
+
+    def dump(self) -> dict[str, Any]:
+        """The accumulators, open calls and open runs as JSON types (a stats checkpoint)."""
+        return {"groups": [[list(k) if isinstance(k, tuple) else k, g.dump()] for k, g in self.groups.items()],
+                "open": [[lg, i, k, t] for (lg, i), (k, t) in self.open.items.items()],
+                "models": [[lg, i, k, t] for (lg, i), (k, t) in self.models.items.items()],
+                "runs": [[lg, tr, t] for lg, (tr, t) in self.runs.items()]}
+
+    def load(self, d: dict[str, Any]) -> None:
+        """Take the state ``dump`` gave (of a count with the same ``by`` and prices)."""
+        self.groups = {(tuple(k) if isinstance(k, list) else k): Group.load(g) for k, g in d["groups"]}
+        for name in ("open", "models"):
+            o: _Open = getattr(self, name)
+            for lg, i, k, t in d[name]:
+                o.put(lg, i, k, t)
+        self.runs = {lg: (tr, t) for lg, tr, t in d["runs"]}
+
+    def rows(self) -> list[dict[str, Any]]:
+        self.finish()
         items = list(self.groups.items())
         if self.by in ("run", "agent"):
             items = [(k, g) for k, g in items if g.is_run or self.by == "agent"]
@@ -577,29 +666,68 @@ def count(events: Iterable[tuple[str, dict[str, Any]]], by: str, prices: Prices 
     return c.rows()
 
 
+CHECKPOINT_VERSION = "1"  # of the accumulators' form: another version's checkpoints are discarded
+
+
+def checkpoint_name(by: str) -> str:
+    """The checkpoint's view name (``folding.checkpoint``): no fold view is called so."""
+    return f"wardrik.stats.{by}"
+
+
+def checkpoint_version(prices: Prices) -> str:
+    """The version a stats checkpoint is kept under: this code's, and the prices its costs
+    were counted with (a changed price table makes a new count)."""
+    import hashlib
+
+    import orjson
+
+    table = {m: [p.input, p.output, p.cache_read, p.cache_creation] for m, p in prices.items()}
+    digest = hashlib.sha256(orjson.dumps(table, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    return f"{CHECKPOINT_VERSION}:{digest}"
+
+
 def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None, until: str | None = None,
           prices: Prices | None = None, on_corrupt: Callable[[CorruptLedger], None] | None = None,
-          warn: Callable[[str], None] | None = None) -> StatsResult:
-    """Stream the matched logs (each oldest first, through ``read.reader.Reader``) into the
-    rows of ``by``; ``since``/``until`` are stored times."""
+          warn: Callable[[str], None] | None = None, checkpoints: bool = True) -> StatsResult:
+    """Stream the matched logs (each oldest first) into the rows of ``by``; ``since``/``until``
+    are stored times.
+
+    Checkpoints (``folding.checkpoint``: ``.wardrik/checkpoints/<log>@wardrik.stats.<by>.json``):
+    without a window, each log's accumulators (its groups, the calls and runs open at its
+    end) are saved after it is read, keyed by the log, ``by``, ``CHECKPOINT_VERSION`` and the
+    prices; the next count reads only what was appended since. A checkpoint is a cache,
+    checked as a fold's is (same file, same first line, the same line where it ends) and
+    discarded when it does not match (a rewrite, a truncation, a compaction); it is never
+    written on a read-only root, nor after a corrupt line was skipped (a count from scratch
+    would stop there). With ``since`` or ``until`` none is read or written: a window's count
+    is not a suffix of the last one. Warnings about gaps in what a checkpoint covers are not
+    given again."""
+    from wardrik_cli.folding import checkpoint as ckpt
     from wardrik_cli.read.reader import Filters, Reader
     from wardrik_cli.read.scan import scan
 
+    import orjson
+
     check_by(by)
     reads = READS[by]
+    prices = prices or {}
     filters = Filters(types=reads, since=since, until=until)
     test = filters.line_test()
-    c = Counter(by, prices)
-    add = c.add
+    total = Counter(by, prices)
     dropped: dict[str, int] = {}
-    # One log at a time: starts and ends pair within a log, and the sums do not depend on the
-    # order logs come in, so no merge is needed. The reader places the read (its position
+    keep = checkpoints and since is None and until is None
+    vname = checkpoint_name(by)
+    version = checkpoint_version(prices) if keep else ""
+    # One log at a time, each into its own count: starts and ends pair within a log, and the
+    # sums do not depend on the order logs come in, so no merge of the reads is needed, and a
+    # log's count is what its checkpoint keeps. The reader places the read (its position
     # after a notice of dropped events, the seek to ``since``, gap warnings, corrupt lines
     # told once); the scan is read here directly, lazily (``read.scan``'s dense path): in a
     # block in this tool's shape only the lines of the types read are found, by one byte
-    # search, and each is decoded here, so each is checked as a decoded line is. Every event
-    # is then judged as ``Filters.accepts`` would (its type, and the window, which the seek
-    # and ``until`` keep only in a log whose times are sorted).
+    # search; under --by tool only their data is decoded (their envelope is checked by the
+    # scan), else the whole line. Every event is then judged as ``Filters.accepts`` would
+    # (its type, and the window, which the seek and ``until`` keep only in a log whose times
+    # are sorted).
     for log in logs:
         with Reader([log], None, filters=filters, deployment=deployment, on_corrupt=on_corrupt, warn=warn) as reader:
             name = log.name
@@ -609,13 +737,32 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
             if got is None:
                 continue
             view, start, pos, exact = got
+            c = Counter(by, prices)
+            ck = ckpt.load(log, view, vname, version) if keep and log.root.path.is_dir() else None
+            if ck is not None:
+                try:
+                    c.load(ck.state)
+                    start, pos, exact = ck.offset, ck.seq, True
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                    c, ck = Counter(by, prices), None  # not this code's form: counted from scratch
+            add = c.add
             _accepts, on_gap = reader._judge(name)
-            told = reader.on_corrupt
+            skipped = 0
+            told_reader = reader.on_corrupt
+
+            def told(e: CorruptLedger, tell: Any = told_reader) -> None:
+                nonlocal skipped
+                skipped += 1
+                tell(e)
             tool_event = c.tool_event if by == "tool" else None
             tool_types, loads = _TOOL_TYPES, _loads
-            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=told,
+            last_raw: bytes | None = None
+            last_end = last_seq = 0
+            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until,
+                             on_corrupt=told if told_reader is not None else None,
                              on_gap=on_gap, gap_from_start=exact, block=reader.block, lazy=True):
-                offset, raw, _seq, t, ev, _end, span = line
+                offset, raw, last_seq, t, ev, last_end, span = line
+                last_raw = raw
                 if ev is None:
                     if span:
                         continue  # passed over: not a type read
@@ -631,12 +778,17 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                                 if (since is None or t >= since) and (until is None or t < until):
                                     tool_event(name, typ, t, d if type(d) is dict else {})
                                 continue
-                    ev = view.decode_or_report(offset, raw, told)
+                    ev = view.decode_or_report(offset, raw, told if told_reader is not None else None)
                     if ev is None:
                         continue
                 t = ev["time"]
-                if ((reads is not None and ev["type"] not in reads) or (since is not None and t < since)
-                        or (until is not None and t >= until)):
+                if ((reads is not None and ev["type"] not in reads)
+                        or (since is not None and t < since) or (until is not None and t >= until)):
                     continue
                 add(name, ev)
-    return StatsResult(by, since, until, c.rows(), dropped)
+            if (keep and skipped == 0 and last_raw is not None and last_seq > (ck.seq if ck else 0)
+                    and log.root.path.is_dir()):
+                ckpt.save(log, view, vname, version, last_seq, last_end, last_raw, orjson.dumps(c.dump()))
+            c.finish()
+            total.merge(c)
+    return StatsResult(by, since, until, total.rows(), dropped)
