@@ -42,8 +42,10 @@ exclusive, stored times). Starts and ends are matched within one log.
   within ``Durations.ALPHA`` (relative) of the exact value. ``max_s`` is always exact.
 
 Memory: the accumulators of each group (a group per run under ``run``), the calls open now
-(at most ``MAX_OPEN``: past that the oldest is counted unended and forgotten), and the
-reader's blocks. Values the protocol refuses (an event written by another tool) are not
+in the log being read (at most ``MAX_OPEN``: past that the oldest is counted unended and
+forgotten), and the reader's blocks. Each log is counted on its own, then added to the total
+(``Counter.merge``); without a window, that count is kept as the log's checkpoint (see
+``stats``), and the next count resumes from it. Values the protocol refuses (an event written by another tool) are not
 counted: a token count that is not a non-negative integer, a cost that is not a number.
 """
 from __future__ import annotations
