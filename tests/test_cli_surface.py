@@ -8,29 +8,13 @@ import subprocess
 
 import orjson
 import pytest
-import typer
 
 from conftest import WARDRIK, jsonl, run_cli
 from ledgergen import write_log
-from wardrik_cli.cli.app import GLOBAL_FLAGS, GLOBAL_WITH_VALUE, app, load_commands
-
-load_commands(["--help"])
+from wardrik_cli.cli.app import GLOBAL_FLAGS, GLOBAL_WITH_VALUE
 
 
-def _commands():
-    top = typer.main.get_command(app)
-    out = [((), top)]
-
-    def walk(prefix, group):
-        for name, cmd in group.commands.items():
-            out.append((prefix + (name,), cmd))
-            if hasattr(cmd, "commands"):
-                walk(prefix + (name,), cmd)
-    walk((), top)
-    return out
-
-
-COMMANDS = _commands()
+from test_help import COMMANDS  # noqa: E402 - every command and group, walked once
 
 
 def test_version_prints_the_installed_version():

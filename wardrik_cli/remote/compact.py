@@ -47,6 +47,7 @@ from wardrik_cli.remote import keys
 from wardrik_cli.remote.gaps import (Gap, Other, RemoteWatermark, first_line, gaps_of, last_line,
                                      latest_watermark, parse_other, read_gap, watermark_key)
 from wardrik_cli.remote.stores import Meta, Store
+from wardrik_cli.store.retention import SweepTotals
 from wardrik_cli.store.log import decode_event, peek
 
 SWEEP_ID = "wardrik-compact"  # the metadata's root id of a watermark (no root wrote it)
@@ -79,24 +80,12 @@ class RemoteLogResult:
 
 
 @dataclass
-class RemoteSweep:
+class RemoteSweep(SweepTotals):
     root: str
     cutoff: str
     retention: str
     dry_run: bool
     logs: list[RemoteLogResult] = field(default_factory=list)
-
-    @property
-    def dropped(self) -> int:
-        return sum(r.dropped for r in self.logs)
-
-    @property
-    def kept(self) -> int:
-        return sum(r.kept for r in self.logs)
-
-    @property
-    def failed(self) -> list[RemoteLogResult]:
-        return [r for r in self.logs if r.error]
 
     def to_json(self) -> dict[str, Any]:
         return {"root": self.root, "logs": [r.to_json() for r in self.logs], "dropped": self.dropped,

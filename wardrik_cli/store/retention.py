@@ -108,15 +108,11 @@ class LogResult:
         return d
 
 
-@dataclass
-class SweepResult:
-    cutoff: str
-    retention: str
-    dry_run: bool
-    logs: list[LogResult] = field(default_factory=list)
-    skipped: str | None = None  # set when another sweep held the root
-    max_bytes: int | None = None  # the size bound of agents' logs, if any
-    max_ship_lag: str | None = None
+class SweepTotals:
+    """The totals of a sweep's per-log rows (``logs``: rows with dropped, kept, error); the
+    local sweep's and the store's (``remote.compact``) alike."""
+
+    logs: list[Any]
 
     @property
     def dropped(self) -> int:
@@ -127,8 +123,20 @@ class SweepResult:
         return sum(r.kept for r in self.logs)
 
     @property
-    def failed(self) -> list[LogResult]:
+    def failed(self) -> list[Any]:
         return [r for r in self.logs if r.error]
+
+
+@dataclass
+class SweepResult(SweepTotals):
+    cutoff: str
+    retention: str
+    dry_run: bool
+    logs: list[LogResult] = field(default_factory=list)
+    skipped: str | None = None  # set when another sweep held the root
+    max_bytes: int | None = None  # the size bound of agents' logs, if any
+    max_ship_lag: str | None = None
+
 
     @property
     def damaged(self) -> list[LogResult]:
