@@ -11,7 +11,8 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, parse_json, read_arg_bytes
+from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, read_arg_bytes
+from wardrik_cli.protocol.json_input import parse_json
 from wardrik_cli.cli.options import (
     After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Lines, Limit, PageCursorFile, RemoteInterval, Run, Since,
     SkipCorrupt, TailCursorFile, Types, Until, Where,

@@ -5,12 +5,10 @@ Every refusal is ``BadInput`` (exit 2) naming the option and what it takes.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 from wardrik_cli.cli.context import current
 from wardrik_cli.errors import BadInput, CorruptLedger
@@ -18,7 +16,6 @@ from wardrik_cli.protocol.cursor import Cursor, decode_cursor
 
 # orjson reads an integer past 64 bits as a float, silently changing it; such digit runs
 # are rare, so only their inputs are parsed again (by the stdlib, exactly) to be sure.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 def read_arg_bytes(value: str, what: str) -> bytes:
@@ -31,39 +28,6 @@ def read_arg_bytes(value: str, what: str) -> bytes:
         except OSError as e:
             raise BadInput(f"cannot read {what} file {value[1:]!r}: {e.strerror}") from None
     return os.fsencode(value)
-
-
-def parse_json(raw: bytes, what: str) -> Any:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{what} is not UTF-8 (bad byte at offset {e.start})") from None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise BadInput(f"{what} is not valid JSON: {e}") from None
-    if _LONG_DIGITS.search(raw):
-        _refuse_big_ints(raw, what)
-    return value
-
-
-def _refuse_big_ints(raw: bytes, what: str) -> None:
-    import json
-
-    def check(v: Any) -> None:
-        if isinstance(v, dict):
-            for x in v.values():
-                check(x)
-        elif isinstance(v, list):
-            for x in v:
-                check(x)
-        elif isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 64):
-            raise BadInput(f"{what}: the integer {v} does not fit in 64 bits; store it as a string")
-
-    try:
-        check(json.loads(raw))
-    except RecursionError:
-        raise BadInput(f"{what} is nested too deeply") from None
 
 
 def on_corrupt(skip: bool) -> Callable[[CorruptLedger], None] | None:

@@ -15,7 +15,8 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import parse_json, read_arg_bytes
+from wardrik_cli.cli.inputs import read_arg_bytes
+from wardrik_cli.protocol.json_input import parse_json
 from wardrik_cli.cli.options import Data, FormatOpt
 from wardrik_cli.cli.output import Format, write_lines
 from wardrik_cli.errors import BadEvent, BadInput, ExitCode, WriteFailed
@@ -160,6 +161,7 @@ def print_appended(raws: list[bytes], fmt: Format | None) -> None:
 def batch_items(raw: bytes) -> list[Any]:
     """A ``--batch`` file as validated items; one bad line refuses the whole batch."""
     from wardrik_cli.protocol.catalogue import KEPT
+    from wardrik_cli.protocol.json_input import item_fields
     from wardrik_cli.store.append import make_item
 
     items = []
@@ -169,15 +171,7 @@ def batch_items(raw: bytes) -> list[Any]:
             continue
         obj = parse_json(line, f"--batch line {n}")
         try:
-            if not isinstance(obj, dict):
-                raise BadEvent("each line must be a JSON object")
-            extra = set(obj) - {"type", "data", "subject", "traceparent"}
-            if extra:
-                raise BadEvent(f"unknown key(s) {', '.join(sorted(extra))}")
-            if not isinstance(obj.get("type"), str):
-                raise BadEvent('missing "type"')
-            items.append(make_item(obj["type"], obj.get("data", {}), obj.get("subject"), obj.get("traceparent"),
-                                   kinds=(KEPT,)))
+            items.append(make_item(*item_fields(obj), kinds=(KEPT,)))
         except BadEvent as e:
             raise BadEvent(f"--batch line {n}: {e} (nothing was written)") from None
     if not items:

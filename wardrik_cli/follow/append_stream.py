@@ -26,16 +26,15 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import orjson
 
 from wardrik_cli.errors import BadEvent, BadInput, WriteFailed
 from wardrik_cli.follow import live
 from wardrik_cli.protocol.catalogue import KEPT, LIVE
+from wardrik_cli.protocol.json_input import item_fields, parse_json
 from wardrik_cli.protocol.names import validate_log_id
 from wardrik_cli.store.append import AppendItem, Warn, append, live_event, make_item
 from wardrik_cli.store.layout import Root
@@ -43,10 +42,8 @@ from wardrik_cli.store.log import Log
 
 MAX_LINE_BYTES = 1 << 20  # one item a line; a bigger event goes through `append --batch` or `--data @FILE`
 READ_BYTES = 1 << 16
-ITEM_KEYS = frozenset({"type", "data", "subject", "traceparent"})
 # orjson reads an integer past 64 bits as a float, silently changing it: lines holding such a
 # digit run (rare) are parsed again by the standard library, exactly, to refuse them.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 OnEvent = Callable[[list[bytes]], None]
 OnRefused = Callable[[int, str], None]
@@ -138,39 +135,7 @@ def parse_item(line: bytes) -> AppendItem:
     nul = line.find(b"\x00")
     if nul >= 0:
         raise BadInput(f"a NUL byte at offset {nul}")
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"not UTF-8 (bad byte at offset {e.start})") from None
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        raise BadInput(f"not valid JSON: {e}") from None
-    if _LONG_DIGITS.search(line):
-        _refuse_big_ints(line)
-    if not isinstance(obj, dict):
-        raise BadEvent("not a JSON object (one item a line: {\"type\", \"data\", \"subject\"?, \"traceparent\"?})")
-    unknown = set(obj) - ITEM_KEYS
-    if unknown:
-        raise BadEvent(f"unknown key(s) {', '.join(sorted(unknown))} (an item has type, data, subject, traceparent)")
-    if not isinstance(obj.get("type"), str):
-        raise BadEvent('missing "type"' if "type" not in obj else '"type" must be a string')
-    return make_item(obj["type"], obj.get("data", {}), obj.get("subject"), obj.get("traceparent"),
-                     kinds=(KEPT, LIVE))
-
-
-def _refuse_big_ints(line: bytes) -> None:
-    import json
-
-    def exact(digits: str) -> int:
-        v = int(digits)
-        if not -(1 << 63) <= v < (1 << 64):
-            raise BadEvent(f"the integer {digits} does not fit in 64 bits; store it as a string")
-        return v
-    try:
-        json.loads(line, parse_int=exact)
-    except RecursionError:
-        raise BadEvent("nested too deeply") from None
+    return make_item(*item_fields(parse_json(line)), kinds=(KEPT, LIVE))
 
 
 def _reader(source: int | BinaryIO) -> Callable[[int], bytes]:
