@@ -13,12 +13,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -26,21 +23,10 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from measure import timed  # noqa: E402
 from gen_ledger import write_log  # noqa: E402
 
 TARGET = 50_000
-
-
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS bytes) of one whole-process run."""
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t
-    err = p.stderr.read() if p.stderr else b""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"command failed: {' '.join(cmd)}\n{err.decode(errors='replace')}")
-    return dt, ru.ru_maxrss * 1024
 
 
 def count_spans(path: Path) -> int:

@@ -26,11 +26,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ship import ENV, _free_port, _wait  # noqa: E402
+from measure import moto_server  # noqa: E402
 from spread_ledger import write_spread  # noqa: E402
 
 WARDRIK = shutil.which("wardrik", path=os.path.dirname(sys.executable)) or "wardrik"
@@ -59,48 +60,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     a = ap.parse_args(argv)
 
-    import boto3
-
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tmp = Path(tempfile.mkdtemp(prefix="bench-remote-"))
     try:
-        _wait(port)
-        cache = tmp / "cache"
-        env = {**os.environ, **ENV, "AWS_ENDPOINT_URL": endpoint, "WARDRIK_CACHE": str(cache)}
-        env.pop("WARDRIK_ROOT", None)
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
-                              region_name="us-east-1")
-        rows = []
-        for name, kw in (("big", {"mb": a.mb, "days": a.days}), ("small", {"events": 10, "days": 0.001})):
-            root = tmp / name
-            subprocess.run([WARDRIK, "--root", str(root), "init"], check=True, capture_output=True)
-            info = write_spread(root / f"{name}.jsonl", log_id=name, end_ns=time.time_ns() - 60 * 10**9, **kw)
-            client.create_bucket(Bucket=f"bench-{name}")
-            url = f"s3://bench-{name}/fleet"
-            subprocess.run([WARDRIK, "--root", str(root), "ship", url, "-q"], env=env, check=True)
-            segs = sum(1 for p in client.get_paginator("list_objects_v2").paginate(Bucket=f"bench-{name}")
-                       for o in p.get("Contents", []) if o["Key"].endswith(".jsonl"))
-            cmd = [WARDRIK, "--root", url, "page", name, "--after", _cursor(name, info["events"] - 10), "-o", "jsonl"]
-            subprocess.run(cmd, env=env, check=True, capture_output=True)  # warms the mirror
-            warm = _time(cmd, env, a.repeat, cache, False, 10)
-            cold = _time(cmd, env, a.repeat, cache, True, 10)
-            rows.append((name, info["bytes"], info["events"], segs, warm, cold))
-        print(f"remote page after a cursor 10 events before the end (moto on loopback, median of {a.repeat}, "
-              "the wardrik executable):")
-        for name, size, events, segs, warm, cold in rows:
-            print(f"  {name:5}  {size / 1e6:8.1f} MB  {events:9,} events  {segs:4} segments   "
-                  f"warm {warm * 1000:7.1f} ms   cold {cold * 1000:8.1f} ms")
-        ratio = rows[0][4] / rows[1][4]
-        print(f"  warm ratio big/small {ratio:5.2f}x (target at most 3x); cold ratio {rows[0][5] / rows[1][5]:5.2f}x "
-              "(info: the cold run fetches the segment holding the cursor)")
-        return 0 if ratio <= 3 else 1
+        with moto_server() as (_endpoint, client, env):
+            cache = tmp / "cache"
+            env = {**env, "WARDRIK_CACHE": str(cache)}
+            env.pop("WARDRIK_ROOT", None)
+            return _run(a, tmp, cache, env, client)
     finally:
-        server.terminate()
-        server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(a: argparse.Namespace, tmp: Path, cache: Path, env: dict[str, str], client: Any) -> int:
+    rows = []
+    for name, kw in (("big", {"mb": a.mb, "days": a.days}), ("small", {"events": 10, "days": 0.001})):
+        root = tmp / name
+        subprocess.run([WARDRIK, "--root", str(root), "init"], check=True, capture_output=True)
+        info = write_spread(root / f"{name}.jsonl", log_id=name, end_ns=time.time_ns() - 60 * 10**9, **kw)
+        client.create_bucket(Bucket=f"bench-{name}")
+        url = f"s3://bench-{name}/fleet"
+        subprocess.run([WARDRIK, "--root", str(root), "ship", url, "-q"], env=env, check=True)
+        segs = sum(1 for p in client.get_paginator("list_objects_v2").paginate(Bucket=f"bench-{name}")
+                   for o in p.get("Contents", []) if o["Key"].endswith(".jsonl"))
+        cmd = [WARDRIK, "--root", url, "page", name, "--after", _cursor(name, info["events"] - 10), "-o", "jsonl"]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)  # warms the mirror
+        warm = _time(cmd, env, a.repeat, cache, False, 10)
+        cold = _time(cmd, env, a.repeat, cache, True, 10)
+        rows.append((name, info["bytes"], info["events"], segs, warm, cold))
+    print(f"remote page after a cursor 10 events before the end (moto on loopback, median of {a.repeat}, "
+          "the wardrik executable):")
+    for name, size, events, segs, warm, cold in rows:
+        print(f"  {name:5}  {size / 1e6:8.1f} MB  {events:9,} events  {segs:4} segments   "
+              f"warm {warm * 1000:7.1f} ms   cold {cold * 1000:8.1f} ms")
+    ratio = rows[0][4] / rows[1][4]
+    print(f"  warm ratio big/small {ratio:5.2f}x (target at most 3x); cold ratio {rows[0][5] / rows[1][5]:5.2f}x "
+          "(info: the cold run fetches the segment holding the cursor)")
+    return 0 if ratio <= 3 else 1
 
 
 if __name__ == "__main__":

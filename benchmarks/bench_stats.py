@@ -23,7 +23,6 @@ logs are in the page cache), the two commands taking turns.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -34,22 +33,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from measure import timed  # noqa: E402
 from gen_ledger import SEED, write_log  # noqa: E402
 
 TARGET = 1.5
 SECOND_TARGET = 0.2
-
-
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS bytes) of one whole-process run, stdout to /dev/null."""
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t
-    err = p.stderr.read() if p.stderr else b""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"command failed: {' '.join(cmd)}\n{err.decode(errors='replace')}")
-    return dt, ru.ru_maxrss * 1024
 
 
 def drop_stats_checkpoints(root: Path) -> None:
