@@ -126,20 +126,7 @@ def load_prices(root: Root) -> Prices:
     """The ``[prices."provider:name"]`` tables of ``.wardrik/config.toml`` ({} without one).
     ``BadConfig`` (exit 2) names the file and the key of anything missing, unknown or not a
     non-negative number."""
-    f = root.tool_dir / "config.toml"
-    try:
-        raw = f.read_bytes()
-    except FileNotFoundError:
-        return {}
-    except OSError as e:
-        raise BadConfig(f"cannot read {f}: {e.strerror}") from None
-    import tomllib
-
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
-        raise BadConfig(f"{f}: not valid TOML: {e}") from None
-    return parse_prices(doc.get("prices"), f)
+    return parse_prices(root.config_table().get("prices"), root.config_path)
 
 
 def parse_prices(table: Any, where: Path | str) -> Prices:

@@ -219,7 +219,7 @@ class Mirror:
             if size != st.get("size"):
                 self._forget(ident)
         self.root.path.mkdir(parents=True, exist_ok=True)
-        cfg = self.root.tool_dir / "config.toml"
+        cfg = self.root.config_path
         want = f'deployment = "{self.deployment}"\n'.encode()
         try:
             same = cfg.read_bytes() == want

@@ -40,7 +40,7 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
               if v is not None}
     if not wanted:
         return made, []
-    path = tool / "config.toml"
+    path = root.config_path
     lines = _read_lines(path)
     changed = []
     for key, value in wanted.items():

@@ -15,6 +15,7 @@ import stat
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from wardrik_cli.errors import BadConfig, NoSuchRoot
 from wardrik_cli.protocol.names import (
@@ -107,20 +108,30 @@ class Root:
         return self
 
     # -- config ------------------------------------------------------------
-    def config(self) -> Config:
-        f = self.tool_dir / "config.toml"
+    @property
+    def config_path(self) -> Path:
+        return self.tool_dir / "config.toml"
+
+    def config_table(self) -> dict[str, Any]:
+        """``.wardrik/config.toml`` parsed ({} without one): the one place it is read.
+        ``BadConfig`` names the file when it cannot be read or is not TOML."""
+        f = self.config_path
         try:
             raw = f.read_bytes()
         except FileNotFoundError:
-            return Config()
+            return {}
         except OSError as e:
             raise BadConfig(f"cannot read {f}: {e.strerror}") from None
         import tomllib  # only when there is a config file: it costs start-up time
 
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
+            return tomllib.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
             raise BadConfig(f"{f}: not valid TOML: {e}") from None
+
+    def config(self) -> Config:
+        f = self.config_path
+        data = self.config_table()
         dep, ret, size = data.get("deployment"), data.get("retention"), data.get("max_bytes")
         for key, val in (("deployment", dep), ("retention", ret)):
             if val is not None and not isinstance(val, str):
