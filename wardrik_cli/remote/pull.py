@@ -39,7 +39,7 @@ from wardrik_cli.protocol.names import pattern_regex, validate_pattern
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Store
-from wardrik_cli.store.fsutil import fsync_dir, write_all
+from wardrik_cli.store.fsutil import fsync_dir, write_all, write_new
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event, peek
 
@@ -247,15 +247,9 @@ def _write_record(log: Log, next_seq: int, drop_time: str | None, drop_hash: str
     st = os.stat(log.path)
     rec = {"inode": st.st_ino, "mtime_ns": st.st_mtime_ns, "next_sequence": next_seq, "time": drop_time,
            "hash": drop_hash, "first_time_kept": first_time}
-    _write_new(log.watermark_path, orjson.dumps(rec))
-    fsync_dir(log.watermark_path.parent)
+    _write_new(log.watermark_path, orjson.dumps(rec))  # durable, its directory entry too
 
 
 def _write_new(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_new(path, data, durable=True)

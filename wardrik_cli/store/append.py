@@ -31,7 +31,7 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import BadEvent, CorruptLedger, WriteFailed
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_atomic, write_new
 from wardrik_cli.protocol.envelope import (
     GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
     trace_id_of,
@@ -128,13 +128,7 @@ def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn:
     torn = os.pread(fd, size - end, end)
     keep = path.with_name(f"{path.name}.torn-{end}-{time.time_ns()}")
     try:
-        kfd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            write_all(kfd, torn)
-            os.fsync(kfd)
-        finally:
-            os.close(kfd)
-        fsync_dir(keep.parent)
+        write_new(keep, torn, durable=True)
     except OSError as e:
         try:
             keep.unlink()

@@ -55,10 +55,12 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` holding ``data`` (not synced), with ``O_EXCL|O_NOFOLLOW``: a file or
-    symlink planted at its name is never written through (a stale one is unlinked, the link
-    itself, and the create tried once more). OSError propagates after the file is removed."""
+def write_new(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """Create ``path`` holding ``data``, with ``O_EXCL|O_NOFOLLOW``: a file or symlink planted
+    at its name is never written through (a stale one is unlinked, the link itself, and the
+    create tried once more). ``durable``: the file and its directory entry are fsynced before
+    it returns (bytes kept beside a log, records); else not synced (a batch syncs at once).
+    OSError propagates after the file is removed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
@@ -67,6 +69,8 @@ def write_new(path: Path, data: bytes) -> None:
         fd = os.open(path, flags, 0o644)
     try:
         write_all(fd, data)
+        if durable:
+            os.fsync(fd)
     except OSError:
         os.close(fd)
         try:
@@ -75,6 +79,8 @@ def write_new(path: Path, data: bytes) -> None:
             pass
         raise
     os.close(fd)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Path | None = None) -> None:

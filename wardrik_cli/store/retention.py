@@ -44,7 +44,7 @@ from typing import Any
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_all
+from wardrik_cli.store.fsutil import open_regular, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_event, peek
@@ -566,13 +566,7 @@ def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
     """Write the damaged lines beside the log (durably) before the part holding them is dropped."""
     keep = log.path.with_name(f"{log.path.name}.damaged-{bad[0][0]}-{time.time_ns()}")
-    kfd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        write_all(kfd, b"".join(raw + b"\n" for _off, raw in bad))
-        os.fsync(kfd)
-    finally:
-        os.close(kfd)
-    fsync_dir(keep.parent)
+    write_new(keep, b"".join(raw + b"\n" for _off, raw in bad), durable=True)
     return keep
 
 
