@@ -235,37 +235,3 @@ def _rchar() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
 
 
-@settings(max_examples=300, deadline=None)
-@given(logs=st.lists(st.lists(st.tuples(st.integers(0, 30), st.booleans()), max_size=25), min_size=1, max_size=12),
-       span=st.integers(1, 5))
-def test_merge_rounds_is_the_sorted_merge(logs, span):
-    """read.merge gives (key, log id, seq) order, each log in sequence order, with keys made
-    non-decreasing per log (times that go back), whatever the spans, ties and empty logs."""
-    from wardrik_cli.read.merge import Source, keyed, merge_rounds
-
-    data = {}
-    for i, entries in enumerate(logs):
-        data[f"l{i:02d}"] = [(f"{t:02d}", seq + 1, keep) for seq, (t, keep) in enumerate(entries)]
-    sources = [Source(name, 0, 0, True, min((t for t, _s, _k in rows), default="")) for name, rows in data.items()
-               if rows]
-
-    calls = [0]
-
-    def fill(src):
-        calls[0] += 1
-        assert calls[0] < 10_000, "the merge makes no progress"
-        rows = data[src.name]
-        out = [(keyed(src, t), src.name, seq, b"x" if keep else None, None)
-               for t, seq, keep in rows[src.offset:src.offset + span]]
-        src.offset += len(out)
-        src.done = src.offset >= len(rows)
-        return out
-
-    got = [(e[0], e[1], e[2]) for e in merge_rounds(sources, fill)]
-    want = []
-    for name, rows in data.items():
-        high = ""
-        for t, seq, _keep in rows:
-            high = max(high, t)
-            want.append((high, name, seq))
-    assert got == sorted(want)

@@ -5,7 +5,7 @@ Contract kept here:
   taken one after the other they are every entry of every source, ordered by (key, log id,
   seq), each log's entries in the order ``fill`` gives them (sequence order). ``key`` is the
   entry's time, made non-decreasing within its log (``keyed``: a log whose times go back is
-  still read in sequence order). ``merge_rounds`` is the same, an entry at a time.
+  still read in sequence order).
 - A source is filled a span at a time (``fill(source)`` returns its next entries, at least
   one unless it is done). Sources wait in a heap by how far they have been read (``low``:
   the time of the line a source starts at, then the key of the last entry filled): the one
@@ -80,12 +80,6 @@ def merge_batches(sources: list[Source], fill: Callable[[Source], list[Entry]]) 
     if held:
         held.sort()
         yield held
-
-
-def merge_rounds(sources: list[Source], fill: Callable[[Source], list[Entry]]) -> Iterator[Entry]:
-    """Every entry of every source in (key, log id, seq) order (see the module docstring)."""
-    for batch in merge_batches(sources, fill):
-        yield from batch
 
 
 def keyed(s: Source, time: str) -> str:
