@@ -722,7 +722,7 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
             name = log.name
             for it in reader.notices():
                 dropped[name] = int(_g(it.event, "data", "count") or 0)
-            got = reader._start(log)
+            got = reader.start_of(log)
             if got is None:
                 continue
             view, start, pos, exact = got
@@ -735,7 +735,7 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                 except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                     c, ck = Counter(by, prices), None  # not this code's form: counted from scratch
             add = c.add
-            _accepts, on_gap = reader._judge(name)
+            _accepts, on_gap = reader.judge(name)
             skipped = 0
             told_reader = reader.on_corrupt
 

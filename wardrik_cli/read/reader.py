@@ -198,8 +198,9 @@ class Reader:
             self.positions[log.name] = first - 1
             yield Item(log.name, dumps_line(ev)[:-1], ev, None)
 
-    def _start(self, log: Log) -> tuple[LogView, int, int, bool] | None:
-        """(view, start offset, position, exact) of a log's read: just after the position
+    def start_of(self, log: Log) -> tuple[LogView, int, int, bool] | None:
+        """(view, start offset, position, exact) of a log's read (the reader's own loop, and
+        ``folding.stats``, which drives the scan itself): just after the position
         (bisection by sequence), or at ``since`` (bisection by time) when that is later;
         exact when the next line read must be position + 1 (a gap otherwise)."""
         view = self.views[log.name]
@@ -218,7 +219,7 @@ class Reader:
                 start, exact = at_time, False
         return view, start, pos, exact
 
-    def _judge(self, name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
+    def judge(self, name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
         """(accepts, on_gap) for reading log ``name``: accepts is None when every line read
         is a match (no filter but the time window, which the seek and ``until`` keep)."""
         f = self.filters
@@ -236,12 +237,12 @@ class Reader:
         test, until = f.line_test(), f.until
         if len(self.logs) == 1:
             log = self.logs[0]
-            got = self._start(log)
+            got = self.start_of(log)
             if got is None:
                 return
             view, start, pos, exact = got
             name = log.name
-            accepts, on_gap = self._judge(name)
+            accepts, on_gap = self.judge(name)
             batch: list[Entry] = []
             for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
                              on_gap=on_gap, gap_from_start=exact, block=self.block):
@@ -259,13 +260,13 @@ class Reader:
         many = self.release_files
         sources = []
         for log in self.logs:
-            got = self._start(log)
+            got = self.start_of(log)
             if got is None:
                 continue
             view, start, pos, exact = got
             low = _low(view, start)  # every line from here on is merged at this time or later
             if low is not None:
-                accepts, on_gap = self._judge(log.name)
+                accepts, on_gap = self.judge(log.name)
                 sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block]))
             if many:
                 view.release()
