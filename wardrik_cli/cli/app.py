@@ -25,7 +25,7 @@ import typer
 from typer.core import TyperGroup
 
 from wardrik_cli.cli.context import Invocation, binary, current, enter
-from wardrik_cli.errors import ExitCode, WardrikError
+from wardrik_cli.errors import BadInput, ExitCode, WardrikError
 
 HELP = """\
 Tail, grep, fold and prune the event ledgers AI agents leave behind.
@@ -117,7 +117,7 @@ def _top(
 # ---------------------------------------------------------------------------
 # loading the command modules
 # ---------------------------------------------------------------------------
-_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--root", "--deployment", "--color"})
+GLOBAL_WITH_VALUE = frozenset({"--root", "--deployment", "--color"})
 
 
 def _subcommand(argv: Sequence[str]) -> str | None:
@@ -125,7 +125,7 @@ def _subcommand(argv: Sequence[str]) -> str | None:
     for arg in argv:
         if skip:
             skip = False
-        elif arg in _GLOBAL_OPTIONS_WITH_VALUE:
+        elif arg in GLOBAL_WITH_VALUE:
             skip = True
         elif arg.startswith("-"):
             continue
@@ -249,7 +249,6 @@ def _run(argv: list[str], inv: Invocation) -> int:
 # global options anywhere on the line
 # ---------------------------------------------------------------------------
 GLOBAL_FLAGS = frozenset({"--local", "-v", "--verbose"})
-GLOBAL_WITH_VALUE = _GLOBAL_OPTIONS_WITH_VALUE
 
 
 def hoist_globals(argv: list[str], top: Any) -> list[str]:
@@ -259,8 +258,6 @@ def hoist_globals(argv: list[str], top: Any) -> list[str]:
     The command's own options that take a value keep theirs (``--grep -v`` greps for
     ``-v``), and nothing after ``--`` moves. A global option given twice with different
     values is refused (BadInput) rather than the last one silently winning."""
-    from wardrik_cli.errors import BadInput
-
     front: list[str] = []
     hoisted: list[str] = []
     rest: list[str] = []
@@ -300,7 +297,7 @@ def hoist_globals(argv: list[str], top: Any) -> list[str]:
                 if sub is not command:  # a group's command (audit page): its own options from here
                     command = sub
         i += 1
-    _refuse_conflicts(front + hoisted, BadInput)
+    _refuse_conflicts(front + hoisted)
     if not hoisted:
         return argv
     # The globals go just before the first command name (front ends with it).
@@ -320,7 +317,7 @@ def _value_options(command: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-def _refuse_conflicts(args: list[str], error: type[Exception]) -> None:
+def _refuse_conflicts(args: list[str]) -> None:
     seen: dict[str, str] = {}
     i = 0
     while i < len(args):
@@ -330,7 +327,7 @@ def _refuse_conflicts(args: list[str], error: type[Exception]) -> None:
                 value = args[i + 1]
                 i += 1
             if name in seen and seen[name] != value:
-                raise error(f"{name} given twice with different values ({seen[name]!r} and {value!r})")
+                raise BadInput(f"{name} given twice with different values ({seen[name]!r} and {value!r})")
             seen[name] = value
         i += 1
 
