@@ -55,10 +55,11 @@ from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
-from wardrik_cli.read.scan import scan
+from wardrik_cli.read.scan import OnGap, scan
 from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
-    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_warning, window_reaches_dropped,
+    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, window_reaches_dropped,
 )
+from wardrik_cli.store.recorded_gaps import RecordedGap
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
@@ -322,9 +323,9 @@ class Follower:
                 view.first()  # what a dropped notice needs, known before the file is closed
                 if many:
                     view.release()
-            warn = self.warn
+            reporters = {log.name: gap_reporter(log, self.warn) for log in logs}
             back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt,
-                            on_gap=lambda name, a, b: warn(gap_warning(name, a, b)))
+                            on_gap=lambda name, a, b: _tell(reporters[name], a, b))
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             first_shown: dict[str, int] = {}
@@ -550,10 +551,15 @@ class Follower:
             end, size = lines.complete_end(fd)
         if end <= st.offset:
             return
-        warn = self.warn
+        met: list[RecordedGap] = []
         for line in scan(st.view, st.offset, end, test=self.filters.line_test(), after_seq=st.position,
-                         on_corrupt=self.on_corrupt, on_gap=lambda a, b: warn(gap_warning(log.name, a, b)),
+                         on_corrupt=self.on_corrupt, on_gap=gap_reporter(log, self.warn, met),
                          gap_from_start=st.position > 0):
+            if met:  # events dropped at their source just before this line (a copy of a shipped log)
+                for g in met:
+                    raw, notice = gap_notice(log, st.view, g, line.time, self.deployment)
+                    yield self._hand_out(Item(log.name, raw, notice, None))  # the line after it moves the position
+                met.clear()
             st.offset = line.end
             ev = line.event
             if ev is not None and self.filters.accepts(ev):
@@ -592,6 +598,11 @@ class Follower:
         elif had_file and was_missing:
             self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
         st.offset = view.offset_after_seq(st.position)
+
+
+def _tell(on_gap: OnGap | None, before: int, after: int) -> None:
+    if on_gap is not None:
+        on_gap(before, after)
 
 
 def _classify(view: LogView, position: int, last_id: str | None, *, replaced: bool = False) -> str:

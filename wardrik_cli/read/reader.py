@@ -31,6 +31,7 @@ from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.read.merge import Entry, Source, merge_batches
 from wardrik_cli.read.scan import OnGap
 from wardrik_cli.store.log import Log, LogView, decode_event, peek
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.read.scan import scan
 from wardrik_cli.protocol.catalogue import DROPPED
 from wardrik_cli.protocol.times import now
@@ -59,11 +60,24 @@ def dropped_notice(log: Log, view: LogView, position: int, first_seq: int, deplo
     """The ``events.dropped`` a reader at ``position`` gets for events [position+1, first_seq-1]."""
     first = view.first()
     when = first[1]["time"] if first is not None else now()
+    return dropped_between(log, view, position + 1, first_seq - 1, when, deployment)
+
+
+class Notice(dict[str, Any]):
+    """An ``events.dropped`` met in the middle of a read (a recorded gap): it passes every
+    filter and does not count toward a limit, as the one before a log's first event."""
+
+
+def dropped_between(log: Log, view: LogView, first_missing: int, last_missing: int, when: str,
+                    deployment: str) -> dict[str, Any]:
+    """The ``events.dropped`` for events [first_missing, last_missing] of ``log``, dated
+    ``when``; its id is derived from the log's source and the range, so a repeat has the same id."""
+    first = view.first()
     source = first[1].get("source") if first is not None else None
     if not isinstance(source, str):
         source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
     subject = "audit" if log.is_audit else f"agents/{log.name}"
-    digest = hashlib.sha256(f"{DROPPED}\0{source}\0{position + 1}\0{first_seq - 1}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{DROPPED}\0{source}\0{first_missing}\0{last_missing}".encode()).hexdigest()
     h = list(digest[:32])
     h[12] = "8"  # RFC 9562 version 8: a custom, deterministic UUID
     h[16] = "89ab"[int(h[16], 16) & 3]
@@ -77,7 +91,7 @@ def dropped_notice(log: Log, view: LogView, position: int, first_seq: int, deplo
         "subject": subject,
         "time": when,
         "traceparent": f"00-{trace}-{digest[:16]}-01",
-        "data": {"log": log.name, "count": first_seq - 1 - position},
+        "data": {"log": log.name, "count": last_missing - first_missing + 1},
     }
 
 
@@ -99,6 +113,41 @@ class Item:
 
     def __repr__(self) -> str:
         return f"Item({self.log!r}, seq={self.seq!r}, {self.raw[:60]!r})"
+
+
+def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[RecordedGap] | None = None, *,
+                 recorded: bool | None = None) -> OnGap | None:
+    """What a read of ``log`` does when its sequence jumps: a warning naming the missing
+    events, unless a record says they were dropped at their source (``store.recorded_gaps``):
+    then the recorded gap goes to ``pending``, for the caller to hand out as an
+    ``events.dropped`` before the next line (``gap_notice``), or, without ``pending``, a
+    warning that says so. ``recorded``: whether the root has gap records (None: look)."""
+    if recorded is None:
+        recorded = any_recorded(log.root)
+    gaps = read_gaps(log.root, log.state_key) if recorded else {}
+    name = log.name
+    if not gaps:
+        return (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
+
+    def on_gap(before: int, after: int) -> None:
+        found, rest = covered(gaps, before, after)
+        for g in found:
+            if pending is not None:
+                pending.append(g)
+            elif warn is not None:
+                warn(f"{name}: events {g.first}..{g.last} were dropped at their source before they were shipped")
+        if warn is not None:
+            for a, b in rest:
+                warn(gap_warning(name, a - 1, b + 1))
+
+    return on_gap
+
+
+def gap_notice(log: Log, view: LogView, gap: RecordedGap, next_time: str, deployment: str) -> tuple[bytes, Notice]:
+    """The stored form and event of the ``events.dropped`` for a recorded gap met in a read
+    (dated by the record, else by the event after the gap)."""
+    ev = Notice(dropped_between(log, view, gap.first, gap.last, gap.time or next_time, deployment))
+    return dumps_line(ev)[:-1], ev
 
 
 def window_reaches_dropped(view: LogView, position: int, since: str | None) -> bool:
@@ -148,6 +197,9 @@ class Reader:
         self.positions: dict[str, int] = {}
         self.views: dict[str, LogView] = {}
         self.block = block_size(len(logs))
+        self._by_name = {log.name: log for log in logs}
+        # gap records exist only in copies of shipped logs: one stat says whether to look per log
+        self._gap_root = logs[0].root if logs and any_recorded(logs[0].root) else None
         # Every file stays open when the descriptor limit allows (raised up to the hard
         # limit if need be); else a file is open only while its spans are read.
         self.release_files = len(logs) > KEEP_OPEN and not _allow_open_files(len(logs) + 64)
@@ -219,13 +271,22 @@ class Reader:
                 start, exact = at_time, False
         return view, start, pos, exact
 
-    def judge(self, name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
+    def judge(self, name: str, pending: list[RecordedGap] | None = None
+              ) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
         """(accepts, on_gap) for reading log ``name``: accepts is None when every line read
-        is a match (no filter but the time window, which the seek and ``until`` keep)."""
+        is a match (no filter but the time window, which the seek and ``until`` keep).
+
+        A hole in the sequence is a warning, unless a record says its events were dropped at
+        their source (``store.recorded_gaps``): then the recorded gap goes to ``pending``, for
+        the caller to hand out as an ``events.dropped`` (``gap_notice``) before the next line
+        (without ``pending``, a warning that says so)."""
         f = self.filters
-        warn = self.warn
-        on_gap = (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
-        return (None if f.only_times and f.since is None else f.accepts), on_gap
+        accepts = None if f.only_times and f.since is None else f.accepts
+        log = self._by_name[name]
+        return accepts, gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None)
+
+    def gap_notice(self, name: str, gap: RecordedGap, next_time: str) -> tuple[bytes, Notice]:
+        return gap_notice(self._by_name[name], self.views[name], gap, next_time, self.deployment)
 
     def _batches(self) -> Iterator[list[Entry]]:
         """Every log's entries (time, log id, seq, raw, event) in (time, log id, seq) order, a
@@ -242,10 +303,16 @@ class Reader:
                 return
             view, start, pos, exact = got
             name = log.name
-            accepts, on_gap = self.judge(name)
+            pending: list[RecordedGap] = []
+            accepts, on_gap = self.judge(name, pending)
             batch: list[Entry] = []
             for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
                              on_gap=on_gap, gap_from_start=exact, block=self.block):
+                if pending:  # events dropped at their source just before this line
+                    for g in pending:
+                        raw, notice = self.gap_notice(name, g, line.time)
+                        batch.append((line.time, name, g.last, raw, notice))
+                    pending.clear()
                 ev = line.event
                 if ev is None or (accepts is not None and not accepts(ev)):
                     batch.append((line.time, name, line.seq, None, None))
@@ -266,8 +333,9 @@ class Reader:
             view, start, pos, exact = got
             low = _low(view, start)  # every line from here on is merged at this time or later
             if low is not None:
-                accepts, on_gap = self.judge(log.name)
-                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block]))
+                met: list[RecordedGap] = []
+                accepts, on_gap = self.judge(log.name, met)
+                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block, met]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -277,7 +345,7 @@ class Reader:
 
         def fill(src: Source) -> list[Entry]:
             state = src.state
-            view, accepts, on_gap, read = state
+            view, accepts, on_gap, read, pending = state
             view.reacquire()
             name = src.name
             out: list[Entry] = []
@@ -293,6 +361,10 @@ class Reader:
                         t = src.high
                     else:
                         src.high = t
+                    if pending:  # events dropped at their source just before this line
+                        for g in pending:
+                            out.append((t, name, g.last, *self.gap_notice(name, g, line.time)))
+                        pending.clear()
                     if ev is None or (accepts is not None and not accepts(ev)):
                         out.append((t, name, line.seq, None, None))
                     else:
@@ -315,7 +387,7 @@ class Reader:
 
         yield from merge_batches(sources, fill)
 
-    def _matches(self) -> Iterator[tuple[str, int, bytes, dict[str, Any] | None]]:
+    def _matches(self) -> Iterator[tuple[str, int | None, bytes, dict[str, Any] | None]]:
         """(log, seq, raw, event or None) of each match in merge order, up to the limit."""
         if self.limit is not None and self.limit <= 0:
             return
@@ -331,6 +403,9 @@ class Reader:
                     self.more = True  # one more match: its position stays before it
                     return
                 positions[name] = seq
+                if ev is not None and type(ev) is Notice:
+                    yield name, None, raw, ev  # not a stored event; no count toward the limit
+                    continue
                 yield name, seq, raw, ev
                 delivered += 1
 

@@ -1,0 +1,115 @@
+"""A hole in a log that a record says was dropped at its source (a copy of a shipped log, after
+`compact --max-ship-lag`): readers get an `events.dropped` at its place, not a warning of
+damage; a hole with no record is still a warning. The record is `store.recorded_gaps`; pull
+and the mirror write it (their own tests); here it is written by hand on a local root."""
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from conftest import jsonl, run_cli
+from ledgergen import START, write_log
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log
+from wardrik_cli.store.recorded_gaps import RecordedGap, covered, read_gaps, write_gaps
+
+DROPPED = "wardrik.events.dropped"
+
+
+def _holed(root, log_id="acme/a", n=10, hole=(4, 6), record=True, time="2026-01-01T00:00:05.000000Z"):
+    """Log ``log_id`` with events 1..n but the hole's, and (``record``) a record of the hole."""
+    path = root / f"{log_id}.jsonl"
+    write_log(path, n, start=START, pad=20, log_id=log_id)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(line for i, line in enumerate(lines, 1) if not hole[0] <= i <= hole[1]))
+    if record:
+        write_gaps(Root(root), Log.agent(Root(root), log_id).state_key, [RecordedGap(hole[0], hole[1], time)])
+
+
+def _seqs(events):
+    return [e["sequence"] if e["type"] != DROPPED else ("dropped", e["data"]["count"]) for e in events]
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_recorded_gap_is_an_events_dropped_in_place(root, many):
+    _holed(root)
+    if many:  # the merge over several logs takes the other path
+        write_log(root / "acme" / "b.jsonl", 3, start=START, pad=20, log_id="acme/b")
+    p = run_cli("page", "acme/a" if not many else "acme/*", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == b""  # not a warning: the hole is accounted for
+    events = [e for e in jsonl(p.stdout) if e["subject"] == "agents/acme/a"]
+    assert _seqs(events) == ["000000000001", "000000000002", "000000000003", ("dropped", 3),
+                             "000000000007", "000000000008", "000000000009", "000000000010"]
+    notice = events[3]
+    assert notice["data"] == {"log": "acme/a", "count": 3} and notice["time"] == "2026-01-01T00:00:05.000000Z"
+    again = [e for e in jsonl(run_cli("page", "acme/*" if many else "acme/a", "--all", "-F", "jsonl",
+                                      root=root).stdout) if e["type"] == DROPPED]
+    assert again[0]["id"] == notice["id"]  # a repeat has the same id
+
+
+def test_without_a_record_the_hole_is_a_warning(root):
+    _holed(root, record=False)
+    p = run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0
+    assert DROPPED.encode() not in p.stdout
+    assert b"sequences 4..6 are missing (3 events)" in p.stderr
+
+
+def test_a_record_that_covers_part_of_a_hole_warns_of_the_rest(root):
+    _holed(root, hole=(4, 7), record=False)
+    write_gaps(Root(root), Log.agent(Root(root), "acme/a").state_key, [RecordedGap(4, 5, None)])
+    p = run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root)
+    events = jsonl(p.stdout)
+    assert _seqs(events)[3] == ("dropped", 2)
+    assert events[3]["time"] == events[4]["time"]  # no time recorded: dated by the event after it
+    assert b"sequences 6..7 are missing (2 events)" in p.stderr
+
+
+def test_the_notice_passes_filters_not_counted_by_limit_and_the_cursor_moves_past_it(root):
+    _holed(root)
+    p = run_cli("page", "acme/a", "-t", "run.started", "--all", "-F", "jsonl", root=root)
+    assert _seqs(jsonl(p.stdout)) == [("dropped", 3)]  # every other event is filtered out
+    p = run_cli("page", "acme/a", "--limit", "3", "-F", "json", root=root)
+    doc = orjson.loads(p.stdout)
+    assert _seqs(doc["events"]) == ["000000000001", "000000000002", "000000000003"]
+    p = run_cli("page", "acme/a", "--limit", "1", "--after", doc["next"], "-F", "json", root=root)
+    doc = orjson.loads(p.stdout)
+    assert _seqs(doc["events"]) == [("dropped", 3), "000000000007"]  # the notice does not count
+    p = run_cli("page", "acme/a", "--after", doc["next"], "--all", "-F", "jsonl", root=root)
+    assert _seqs(jsonl(p.stdout))[0] == "000000000008"
+
+
+def test_a_window_after_the_gap_gets_no_notice(root):
+    _holed(root)
+    p = run_cli("page", "acme/a", "--since", "2026-10-22T09:00:07Z", "--all", "-F", "jsonl", root=root)
+    assert DROPPED.encode() not in p.stdout and p.stderr == b""
+
+
+def test_tail_reads_the_notice_after_a_cursor(root):
+    _holed(root)
+    cur = orjson.loads(run_cli("page", "acme/a", "--limit", "2", "-F", "json", root=root).stdout)["next"]
+    p = run_cli("tail", "acme/a", "-n", "100", "--after", cur, "-F", "jsonl", root=root)
+    assert p.returncode == 0, p.stderr
+    assert _seqs(jsonl(p.stdout))[:2] == ["000000000003", ("dropped", 3)]
+
+
+def test_bad_records_read_as_none(root):
+    r = Root(root)
+    key = Log.agent(r, "acme/a").state_key
+    write_gaps(r, key, [RecordedGap(4, 6, None)])
+    path = r.state_path("gaps", key, "gaps.json")
+    for body in (b"not json", b"[]", b'{"gaps": 3}', b'{"gaps": [{"first": "4", "last": 6}]}',
+                 b'{"gaps": [{"first": 6, "last": 4}]}', b'{"gaps": [{"first": 0, "last": 4}]}'):
+        path.write_bytes(body)
+        assert read_gaps(r, key) == {}, body
+    write_gaps(r, key, [])
+    assert not path.exists()
+
+
+def test_covered_splits_a_hole_into_recorded_and_unrecorded_runs():
+    gaps = {4: RecordedGap(4, 5, None), 8: RecordedGap(8, 9, None), 20: RecordedGap(20, 30, None)}
+    assert covered(gaps, 3, 6) == ([gaps[4]], [])
+    assert covered(gaps, 3, 11) == ([gaps[4], gaps[8]], [(6, 7), (10, 10)])
+    assert covered(gaps, 1, 4) == ([], [(2, 3)])
+    assert covered(gaps, 19, 25) == ([], [(20, 24)])  # a record larger than the hole does not fit it

@@ -1,0 +1,101 @@
+"""Events a log is known to be missing in its middle: dropped at their source before they were
+shipped (``compact --max-ship-lag``), recorded beside a pulled or mirrored copy of the log.
+
+A local log can only lose a prefix (its compaction record says so); a copy pulled from object
+storage can also lack a run of events between two segments, when the shipping root recorded a
+gap instead of storing them. ``pull`` and the mirror behind ``--root s3://...`` write what the
+store's gap records say here, and readers turn such a hole into an ``events.dropped`` at its
+place in the read instead of a warning about a damaged log.
+
+Contract kept here:
+- The file is ``.wardrik/gaps/<log>@gaps.json``: ``{"gaps": [{"first", "last", "time"}, ...]}``
+  (first and last: the missing sequences, inclusive; time: the newest dropped event's time, or
+  null when the store did not say). Written whole and atomically, only by copies of remote logs.
+- ``read_gaps`` never fails: a missing, unreadable or malformed file (or entry) reads as no
+  record, so the hole is reported as a sequence gap, the honest default.
+- ``any_recorded(root)`` is one ``stat``: a reader over many logs looks for records only when
+  the root has some.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from wardrik_cli.store.fsutil import write_atomic
+from wardrik_cli.store.layout import Root
+
+KIND = "gaps"
+NAME = "gaps.json"
+
+
+@dataclass(frozen=True)
+class RecordedGap:
+    first: int
+    last: int
+    time: str | None
+
+
+def gaps_path(root: Root, state_key: str) -> Path:
+    return root.state_path(KIND, state_key, NAME)
+
+
+def any_recorded(root: Root) -> bool:
+    """Does the root hold any gap record (so readers need to look for one per log)?"""
+    return os.path.isdir(root.path / ".wardrik" / KIND)
+
+
+def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:
+    """The log's recorded gaps by their first sequence ({} when it has none or the file is bad)."""
+    try:
+        with open(gaps_path(root, state_key), "rb") as f:
+            doc = orjson.loads(f.read(1 << 22))
+        entries = doc["gaps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    out: dict[int, RecordedGap] = {}
+    if not isinstance(entries, list):
+        return {}
+    for e in entries:
+        if not isinstance(e, dict):
+            continue
+        first, last, t = e.get("first"), e.get("last"), e.get("time")
+        if type(first) is not int or type(last) is not int or not 1 <= first <= last:
+            continue
+        out[first] = RecordedGap(first, last, t if isinstance(t, str) else None)
+    return out
+
+
+def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap]) -> None:
+    """Record the log's gaps (replacing any record; none: the file is removed)."""
+    path = gaps_path(root, state_key)
+    if not gaps:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"gaps": [{"first": g.first, "last": g.last, "time": g.time} for g in sorted(gaps, key=lambda g: g.first)]}
+    write_atomic(path, orjson.dumps(body))
+
+
+def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list[RecordedGap], list[tuple[int, int]]]:
+    """For a hole between sequences ``before`` and ``after`` (both read): the recorded gaps that
+    fill it, in order, and the runs (first, last) no record covers."""
+    found: list[RecordedGap] = []
+    rest: list[tuple[int, int]] = []
+    at = before + 1
+    while at < after:
+        g = gaps.get(at)
+        if g is not None and g.last < after:
+            found.append(g)
+            at = g.last + 1
+            continue
+        # no record starts here: unrecorded up to the next record that starts inside the hole
+        nxt = min((f for f in gaps if at < f < after), default=after)
+        rest.append((at, nxt - 1))
+        at = nxt
+    return found, rest
