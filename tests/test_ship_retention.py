@@ -2,7 +2,8 @@
 
 - Local ``compact`` treats a target this root ships to as a replication slot: it never drops
   what the target has not stored, unless ``--max-ship-lag`` lets old events go, and then the
-  next ``ship`` writes the gap to the store and ``pull`` gives readers ``events.dropped``.
+  next ``ship`` writes the gap to the store, and readers of a pulled root and of
+  ``--root s3://...`` get ``events.dropped`` for it in place (``check`` stays clean).
 - ``wardrik --root s3://... compact`` (and ``file://``): a watermark per log first, then
   whole expired segments deleted; a pull afterwards reads like a locally compacted root.
 
@@ -59,9 +60,17 @@ class S3Target:
 
 @pytest.fixture(params=["s3", "file"])
 def target(request, tmp_path):
+    """A store: the local S3 server's bucket, or a folder (``file://``)."""
     if request.param == "s3":
         return S3Target(request.getfixturevalue("bucket"))
     return FolderTarget(tmp_path / "share")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    # remote reads' mirrors in this test's own cache folder: never the developer's ~/.cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("WARDRIK_CACHE", raising=False)
 
 
 def segments(t, log: str) -> list[tuple[int, str]]:
@@ -164,6 +173,7 @@ def test_max_ship_lag_drops_and_the_next_ship_records_the_gap(tmp_path, target):
     r = make_root(tmp_path)
     add(r, "a", events=10, first=1, days_ago=70, days=10)
     ship(r, target.url)
+    assert len(page(target.url, "a")) == 10  # the mirror holds 1..10 before the gap is made
     add(r, "a", events=10, first=11, days_ago=50, days=10)  # 11..16 older than 54.5 days, 17..20 not
     add(r, "a", events=5, first=21, days_ago=0, days=1)
     add(r, "b", events=8, first=1, days_ago=60, days=8)  # a log made after the target was: never shipped
@@ -193,20 +203,40 @@ def test_max_ship_lag_drops_and_the_next_ship_records_the_gap(tmp_path, target):
     for ev in remote_b + local_b:
         ev.pop("time")  # every event of b was dropped: the notice's time is now
     assert remote_b == local_b and len(remote_b) == 1 and remote_b[0]["data"]["count"] == 8  # same id too
-    # a gap between shipped segments cannot be a local record: pull and readers warn of it
-    assert b"events 11 to 16 were dropped at the source" in p.stderr
-    read = run_cli("page", "a", "--all", "-o", "jsonl", root=out)
-    assert b"11..16 are missing" in read.stderr
-    assert [int(e["sequence"]) for e in jsonl(read.stdout)] == list(range(1, 11)) + list(range(17, 26))
+    mirrored_b = page(target.url, "b")  # the mirror: a log whose every event the gap holds
+    mirrored_b[0].pop("time")
+    assert mirrored_b == local_b
+    # a gap between shipped segments: pull records it, and readers get events.dropped in its place
+    assert b"events 11 to 16 were dropped at the source" in p.stderr and b"recorded in the evidence root" in p.stderr
+    assert orjson.loads(p.stdout)["logs"][0]["gaps"] == [[11, 16]]
+    gap_time = orjson.loads(target.get(others(target, "a", "gaps")[0]))["time"]
+    for where in (out, target.url):  # the pulled root, and the mirror (synced on from 1..10: incremental)
+        read = run_cli("page", "a", "--all", "-o", "jsonl", root=where)  # type: ignore[arg-type]
+        assert read.returncode == 0 and read.stderr == b"", read.stderr  # no warning: the hole is accounted for
+        evs = jsonl(read.stdout)
+        assert [int(e["sequence"]) for e in evs if e["type"] != DROPPED] == list(range(1, 11)) + list(range(17, 26))
+        notice = evs[10]
+        assert notice["type"] == DROPPED and notice["data"] == {"log": "a", "count": 6}
+        assert notice["time"] == gap_time and "sequence" not in notice
+        check = run_cli("check", root=where)  # type: ignore[arg-type]
+        assert check.returncode == 0 and check.stdout == b"", check.stdout + check.stderr
+    assert run_cli("page", "a", "--all", "-o", "jsonl", root=out).stdout == \
+        run_cli("page", "a", "--all", "-o", "jsonl", root=target.url).stdout  # same notice id, same bytes
+    cur = orjson.loads(run_cli("page", "a", "--limit", "10", "-o", "json", root=target.url).stdout)["next"]
+    after = jsonl(run_cli("page", "a", "--after", cur, "--limit", "1", "-o", "jsonl", root=target.url).stdout)
+    assert [e["type"] == DROPPED for e in after] == [True, False] and after[1]["sequence"] == f"{17:012d}"
 
     # remote retention past the segments before the gap: now the pulled log starts after it
     p = run_cli("--root", target.url, "compact", "--retention", "54d18h", "-o", "json")
     assert p.returncode == 0, p.stderr
     out2 = tmp_path / "evidence2"
     assert run_cli("pull", target.url, "--into", out2).returncode == 0
-    assert run_cli("page", "a", "--all", "-o", "jsonl", root=out2).stdout == \
-        run_cli("page", "a", "--all", "-o", "jsonl", root=r).stdout  # same notice (id, count 16), same events
+    local = run_cli("page", "a", "--all", "-o", "jsonl", root=r).stdout
+    assert run_cli("page", "a", "--all", "-o", "jsonl", root=out2).stdout == local  # same notice (id, count 16)
     assert run_cli("check", root=out2).returncode == 0
+    # the mirror drops the same prefix, and the gap record with it: one notice, as locally
+    assert run_cli("page", "a", "--all", "-o", "jsonl", root=target.url).stdout == local
+    assert run_cli("check", root=target.url).returncode == 0
 
 
 def test_without_a_record_a_drop_before_shipping_is_still_refused(tmp_path, target):

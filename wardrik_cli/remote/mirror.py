@@ -31,7 +31,16 @@ Contract kept here:
   and hash of the last dropped line when the mirror held it (for the audit log without it, the
   first line's prevhash: the chain is verified from there on), so readers give
   ``events.dropped`` as on the local root. When the store's first segment moves past what the
-  mirror holds, the mirror drops the same prefix, as local compaction would.
+  mirror holds, the mirror drops the same prefix, as local compaction would. Gap records
+  (``remote.gaps``: events the shipping root dropped before it shipped them,
+  ``compact --max-ship-lag``) at the log's start move that start on, dated by the last one.
+- Gap records between two segments: the mirrored file holds the segments on both sides of
+  the hole, and the mirror's root records each gap stepped over (``store.recorded_gaps``:
+  first, last, the record's time), so readers give an ``events.dropped`` at the hole's place,
+  not a sequence-gap warning, and ``check`` does not report it. The record is written before
+  the bytes after the hole (a reader never meets the hole unrecorded), kept in the state
+  (``gaps``), grows as an incremental sync steps over new gaps, loses the gaps below a new
+  start, and goes with the log's file.
 - A log whose segments are all gone from the store (and that the sync's listing covered)
   leaves the mirror.
 - The store is never written.
@@ -58,6 +67,7 @@ from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import write_all, write_atomic
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event, peek
+from wardrik_cli.store.recorded_gaps import RecordedGap, gaps_path, write_gaps
 
 STATE_VERSION = 1
 FETCH_AHEAD = 4  # segments fetched at once (obstore releases the GIL): a cold mirror fills at link speed
@@ -176,6 +186,7 @@ class Mirror:
         self.state: dict[str, dict[str, Any]] = {}
         self.report = SyncReport()
         self.gaps: dict[int, Any] = {}  # the gap records of the log being synced, by first sequence
+        self._gap_read: dict[str, gaps.Gap | None] = {}  # gap objects read in this sync, by key
 
     # -- the lock and the state ---------------------------------------------------------
     def _lock(self) -> int:
@@ -240,7 +251,7 @@ class Mirror:
 
     def _forget(self, ident: str) -> None:
         log = self._log(ident)
-        for p in (log.path, log.watermark_path):
+        for p in (log.path, log.watermark_path, gaps_path(self.root, log.state_key)):
             try:
                 p.unlink()
             except OSError:
@@ -252,12 +263,13 @@ class Mirror:
         """Bring the mirror up to what ``need`` reads; the mirror's root. ``BadSegment`` when a
         needed segment is not what its metadata says (the logs before it are still synced)."""
         fd = self._lock()
+        self._gap_read = {}  # a gap object is written once, but a remote sweep may delete it since
         try:
             self._load()
             bad: list[BadSegment] = []
             for (kind, name), segs, others in self._listing(need):
                 ident = f"{kind}/{name}"
-                if not segs and not any(o.what == "watermark" for o in others):
+                if not segs and not any(o.what in ("watermark", "gaps") for o in others):
                     if ident in self.state:
                         self._forget(ident)  # gone from the store: it leaves the mirror too
                     continue
@@ -350,7 +362,12 @@ class Mirror:
         if wm is not None:
             segs = [s for s in segs if s.first >= wm.next_sequence]
         self.gaps = {o.seq: o for o in others if o.what == "gaps"}
-        rf = wm.next_sequence if wm is not None else segs[0].first
+        # Where the log starts: the watermark (else 1), moved on by the gap records that follow
+        # it (a segment wins over a gap that overlaps it); with neither, the first segment.
+        begin = (wm.next_sequence, wm.time, wm.hash) if wm is not None else (1, None, None)
+        while (g := self._gap_at(begin[0])) is not None and not (segs and segs[0].first <= g.last):
+            begin = (g.last + 1, g.time, None)
+        rf = begin[0] if wm is not None or not segs else max(begin[0], segs[0].first)
         st = self.state.get(ident)
         if st is not None and st["first"] < rf:
             self._drop_before(ident, log, rf)  # the store's start moved on: drop what it dropped
@@ -369,7 +386,7 @@ class Mirror:
         if need.verify:
             self._verify_mirrored(ident, log, [s for s in segs if s.first <= st["last"]])
         self._append(ident, log, [s for s in segs if s.first > st["last"]])
-        self._record(ident, log, wm)
+        self._record(ident, log, begin)
 
     # -- fetching -------------------------------------------------------------------------
     def _fetch(self, segs: list[keys.Parsed]) -> Iterator[tuple[keys.Parsed, bytes | None, Meta]]:
@@ -404,9 +421,11 @@ class Mirror:
         self.report.fetched += 1
         self.report.bytes += len(data or b"")
 
-    def _checked(self, segs: list[keys.Parsed], after: int) -> Iterator[tuple[keys.Parsed, bytes, Meta]]:
-        """The segments' verified bytes, each following the one before (the first follows ``after``);
-        stops (with a warning) at a folder claim whose bytes never came."""
+    def _checked(self, segs: list[keys.Parsed], after: int,
+                 on_gap: Callable[[list[RecordedGap]], None]) -> Iterator[tuple[keys.Parsed, bytes, Meta]]:
+        """The segments' verified bytes, each following the one before (the first follows ``after``),
+        or the gap records that fill the hole before it (given to ``on_gap`` before the segment
+        is yielded); stops (with a warning) at a folder claim whose bytes never came."""
         prev = after
         for s, data, meta in self._fetch(segs):
             where = self.store.where(s.key)
@@ -414,22 +433,57 @@ class Mirror:
                 self.warn(f"{where} was claimed but its bytes never came (a shipper died mid-segment; its next "
                           f"ship completes it): read through {prev}")
                 return
-            if s.first > prev + 1 and self._recorded_gap(prev + 1, s.first - 1):
-                prev = s.first - 1  # events the source dropped before shipping them, recorded: readers warn of the gap
+            filled = self._recorded_gaps(prev + 1, s.first - 1) if s.first > prev + 1 else []
+            if filled:  # events the source dropped before shipping them: readers get events.dropped
+                prev = s.first - 1
             if s.first != prev + 1:
                 raise BadSegment(f"{where}: starts at {s.first}, but what comes before it ends at {prev}"
                                  + (" (segments overlap)" if s.first <= prev else
                                     f" ({s.first - prev - 1} events missing from the store)") + ": not served")
             verify_segment(where, data, s.first, meta)
+            if filled:
+                on_gap(filled)
             yield s, data, meta
             prev = meta.last
 
-    def _recorded_gap(self, first: int, last: int) -> bool:
-        """Does a gap record (``ship`` after ``compact --max-ship-lag``) say events first..last were
-        dropped at the source before they were shipped?"""
+    def _gap_at(self, first: int) -> gaps.Gap | None:
+        """The log's gap record starting at ``first`` (read from the store once per sync), if any."""
         o = self.gaps.get(first)
-        g = gaps.read_gap(self.store, o.key, first) if o is not None else None
-        return g is not None and g.last == last
+        if o is None:
+            return None
+        if o.key not in self._gap_read:
+            self._gap_read[o.key] = gaps.read_gap(self.store, o.key, first)
+        return self._gap_read[o.key]
+
+    def _recorded_gaps(self, first: int, last: int) -> list[RecordedGap]:
+        """The gap records (``ship`` after ``compact --max-ship-lag``) that together say events
+        first..last were dropped at the source before they were shipped, in order; [] unless
+        they fill exactly that run."""
+        out: list[RecordedGap] = []
+        at = first
+        while at <= last:
+            g = self._gap_at(at)
+            if g is None or g.last > last:
+                return []
+            out.append(RecordedGap(g.first, g.last, g.time))
+            at = g.last + 1
+        return out
+
+    def _set_gaps(self, ident: str, log: Log, rows: list[list[Any]]) -> None:
+        """The log's recorded gaps in the state and in the mirror's root (``store.recorded_gaps``)."""
+        st = self.state[ident]
+        rows = sorted({r[0]: r for r in rows}.values(), key=lambda r: r[0])
+        if rows == st.get("gaps", []):
+            return
+        write_gaps(self.root, log.state_key, [RecordedGap(f, la, t) for f, la, t in rows], durable=False)
+        if rows:
+            st["gaps"] = rows
+        else:
+            st.pop("gaps", None)
+
+    def _add_gaps(self, ident: str, log: Log, found: list[RecordedGap]) -> None:
+        self._set_gaps(ident, log, self.state[ident].get("gaps", []) + [[g.first, g.last, g.time] for g in found])
+        self._save()
 
     def _append(self, ident: str, log: Log, segs: list[keys.Parsed]) -> None:
         st = self.state[ident]
@@ -437,7 +491,7 @@ class Mirror:
             return
         fd = os.open(log.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
-            for s, data, meta in self._checked(segs, st["last"]):
+            for s, data, meta in self._checked(segs, st["last"], lambda found: self._add_gaps(ident, log, found)):
                 write_all(fd, data)
                 st["segs"][str(s.first)] = [meta.last, meta.sha256, st["size"]]
                 st["size"] += len(data)
@@ -455,13 +509,16 @@ class Mirror:
         size = 0
         base = segs[0].first - 1 if after is None else after
         last = base
-        for s, data, meta in self._checked(segs, base):
+        found: list[RecordedGap] = []
+        for s, data, meta in self._checked(segs, base, found.extend):
             rows[str(s.first)] = [meta.last, meta.sha256, size]
             parts.append(data)
             size += len(data)
             last = meta.last
         if last != st["first"] - 1:
             return False
+        if found:
+            self._add_gaps(ident, log, found)  # recorded before the file that holds the holes
         old = log.path.read_bytes()
         _replace(log.path, b"".join(parts) + old)
         for k, row in st["segs"].items():
@@ -484,6 +541,7 @@ class Mirror:
                              "hash": hashlib.sha256(last[1] + b"\n").hexdigest()}
         _replace(log.path, rest)
         rows = {k: [r[0], r[1], r[2] - cut] for k, r in st["segs"].items() if int(k) >= rf}
+        self._set_gaps(ident, log, [g for g in st.get("gaps", []) if g[0] >= rf])  # a hole below the start is gone
         if rest == b"":
             st["last"] = max(st["last"], rf - 1)
         st.update(first=rf, size=len(rest), segs=rows, full=True)
@@ -510,10 +568,10 @@ class Mirror:
         finally:
             os.close(fd)
 
-    def _record(self, ident: str, log: Log, wm: Any = None) -> None:
+    def _record(self, ident: str, log: Log, begin: tuple[int, str | None, str | None] | None = None) -> None:
         """The compaction record of a log whose mirror starts where the store does, after sequence 1:
-        the store's watermark's time and hash when it has one for this start, else those of the
-        last line the mirror dropped, else none known."""
+        the time and hash the store gives for this start (``begin``: its watermark's, or the
+        last gap record's before it), else those of the last line the mirror dropped, else none known."""
         st = self.state[ident]
         path = log.watermark_path
         if not st["full"] or st["first"] <= 1:
@@ -523,8 +581,8 @@ class Mirror:
                 pass
             return
         dropped = st.get("dropped") or {}
-        if wm is not None and wm.next_sequence == st["first"]:
-            dropped = {"time": wm.time, "hash": wm.hash}
+        if begin is not None and begin[0] == st["first"]:
+            dropped = {"time": begin[1], "hash": begin[2]}
         h = dropped.get("hash")
         first_time = None
         with log.open() as view:

@@ -21,9 +21,12 @@ Contract kept here:
   (``.wardrik/watermarks/<log>@json``: first kept sequence, time and hash of the last line
   dropped), so its readers print ``events.dropped`` with the count and id a local
   compaction would give, and ``check`` verifies the audit chain from the watermark's hash. A
-  gap record between two segments cannot be a local record (a local log has one dropped
-  prefix): the evidence log holds the segments on both sides, pull warns naming the gap,
-  and readers of the evidence root warn of a sequence gap there (``check`` reports it).
+  gap record between two segments is not a dropped prefix: the evidence log holds the
+  segments on both sides, and each gap record stepped over is written to the evidence root's
+  record of recorded gaps (``store.recorded_gaps``: first, last, and the record's time),
+  before pull returns. Its readers then give an ``events.dropped`` (data.count: the gap's
+  events) at the hole's place instead of a sequence-gap warning, and ``check`` does not
+  report it as damage. pull says (``warn``) which gaps it recorded.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from wardrik_cli.remote.stores import Store
 from wardrik_cli.store.fsutil import fsync_dir, write_all, write_new
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event, peek
+from wardrik_cli.store.recorded_gaps import RecordedGap, write_gaps
 
 
 class BadSegment(Failure):
@@ -191,6 +195,7 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     first_time: str | None = None
+    recorded: list[RecordedGap] = []  # the gap records stepped over between two pulled segments
     try:
         prev: int | None = None
         for p in segs:
@@ -202,9 +207,11 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
                 break
             expect = start if prev is None else prev + 1
             hole = None
+            stepped: list[RecordedGap] = []
             while expect in gaps and p.first > expect:
                 g = gaps[expect]
                 hole = (hole[0] if hole else g.first, g.last)
+                stepped.append(RecordedGap(g.first, g.last, g.time))
                 expect = g.last + 1
             if p.first != expect and not (prev is None and since is not None):
                 raise BadSegment(f"{where}: starts at {p.first}, but the segment before it ended at {expect - 1}"
@@ -215,9 +222,10 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
                 continue  # wholly before --since: the pulled log starts at a later segment
             if hole is not None and prev is not None:
                 row.gaps.append(hole)
+                recorded.extend(stepped)
                 warn(f"{row.log}: events {hole[0]} to {hole[1]} were dropped at the source before they were "
-                     f"shipped (a gap record in {store.url}); readers of the evidence root warn of a sequence gap "
-                     "there")
+                     f"shipped (a gap record in {store.url}); recorded in the evidence root, whose readers get "
+                     "an events.dropped there")
             write_all(fd, data)
             if prev is None:
                 first_time = t0
@@ -229,6 +237,8 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
         os.fsync(fd)
     finally:
         os.close(fd)
+        if recorded:  # the holes written so far, even when a bad segment ends the log here
+            write_gaps(log.root, log.state_key, recorded)  # durable: the evidence root is kept
     fsync_dir(path.parent)
     if start > 1 and (row.first == start or (row.first == 0 and not segs)):
         _write_record(log, start, drop_time, drop_hash, first_time)

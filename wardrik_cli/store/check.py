@@ -4,6 +4,13 @@ Contract kept here: a problem names the file, the 1-based line and the byte offs
 line's first byte. Corruption (a complete line that is not a valid event), a sequence
 gap or repeat, and a broken audit chain are errors; a torn tail is a warning, because a
 writer may be mid-line. The whole file is read once, in a stream.
+
+A hole that the root's record of recorded gaps (``store.recorded_gaps``: events dropped at
+their source before they were shipped, written by ``pull`` and the remote mirror) accounts
+for wholly is not damage and is not reported; readers give an ``events.dropped`` for it. Only
+the runs of a hole no record covers are reported as a gap. Across a recorded gap the audit
+chain cannot be checked (the dropped line's hash is not known): it is checked again from the
+line after it.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import orjson
 
 from wardrik_cli.protocol.envelope import parse_traceparent
 from wardrik_cli.store.log import Log
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.protocol.catalogue import AUDIT, KEPT, PREFIX, TYPES, validate_data
 from wardrik_cli.errors import BadEvent
 from wardrik_cli.protocol.envelope import GENESIS_HASH
@@ -89,6 +97,7 @@ def check_log(log: Log) -> Iterator[Problem]:
             wm = view.watermark()
             prev_hash = wm.hash if wm else None
         line_no = 0
+        recorded: dict[int, RecordedGap] | None = None  # read when the first hole is met
         for off, raw in view.iter_raw(0):
             line_no += 1
             this_hash = hashlib.sha256(raw + b"\n").hexdigest() if log.is_audit else None
@@ -109,8 +118,16 @@ def check_log(log: Log) -> Iterator[Problem]:
                               "compaction record explains the missing start")
             if expect is not None and seq != expect:
                 if seq > expect:
-                    yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} "
-                                  f"({seq - expect} missing)")
+                    if recorded is None:
+                        recorded = read_gaps(log.root, log.state_key) if any_recorded(log.root) else {}
+                    found, rest = covered(recorded, expect - 1, seq)
+                    for a, b in rest:
+                        yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} "
+                                      f"({b - a + 1} missing" + (")" if not found else
+                                                                 f": {a:012d} to {b:012d}; the rest was dropped at "
+                                                                 "its source, as recorded)"))
+                    if found and not rest:
+                        prev_hash = None  # the dropped line's hash is not known: the chain goes on from here
                 else:
                     yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back "
                                   f"(expected {expect:012d})")

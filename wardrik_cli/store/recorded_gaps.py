@@ -68,8 +68,9 @@ def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:
     return out
 
 
-def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap]) -> None:
-    """Record the log's gaps (replacing any record; none: the file is removed)."""
+def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap], *, durable: bool = True) -> None:
+    """Record the log's gaps (replacing any record; none: the file is removed). ``durable``
+    False for a cache (the mirror), whose record is written again from its state."""
     path = gaps_path(root, state_key)
     if not gaps:
         try:
@@ -79,7 +80,7 @@ def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap]) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"gaps": [{"first": g.first, "last": g.last, "time": g.time} for g in sorted(gaps, key=lambda g: g.first)]}
-    write_atomic(path, orjson.dumps(body))
+    write_atomic(path, orjson.dumps(body), durable=durable)
 
 
 def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list[RecordedGap], list[tuple[int, int]]]:
