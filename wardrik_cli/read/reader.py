@@ -15,6 +15,7 @@ Contract kept here:
 from __future__ import annotations
 
 import hashlib
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from wardrik_cli.read.scan import OnGap
 from wardrik_cli.store.log import Log, LogView, decode_event, peek
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.read.scan import scan
+from wardrik_cli.read.whole import whole_span
 from wardrik_cli.protocol.catalogue import DROPPED
 from wardrik_cli.protocol.times import now
 
@@ -343,11 +345,25 @@ class Reader:
         # keeps spans short, so its cursor moves past what was passed over before the stop.
         longest = MAX_READ if self.limit is None else hold
 
+        every = test is None  # no filter: every line read is a match, checked a span at a time
+
         def fill(src: Source) -> list[Entry]:
             state = src.state
             view, accepts, on_gap, read, pending = state
             view.reacquire()
             name = src.name
+            if every and accepts is None:
+                got = whole_span(view, src.offset, read, src.seq, src.exact, src.high, until)
+                if got is not None:  # a plain span: checked in C, no look at each line in Python
+                    raws, times, first_seq, end = got
+                    n = len(raws)
+                    src.high = times[-1]
+                    src.offset, src.seq, src.exact = end, first_seq + n - 1, True
+                    src.done = end >= view.end or (until is not None and _starts_at_or_after(view, end, until))
+                    if many:
+                        view.release()
+                    return list(zip(times, repeat(name, n), range(first_seq, first_seq + n), raws, repeat(None, n),
+                                    strict=True))
             out: list[Entry] = []
             kept = 0
             first = src.offset
