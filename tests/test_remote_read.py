@@ -380,3 +380,41 @@ def test_several_deployments_under_one_prefix_need_deployment(tmp_path):
     for r, dep in zip(roots, ("east", "west"), strict=True):
         assert run_cli("--root", share.url, "--deployment", dep, "page", "*", "-o", "jsonl").stdout == \
             run_cli("page", "*", "-o", "jsonl", root=r).stdout
+
+
+def test_sql_on_a_remote_root_fetches_only_the_partitions_its_where_touches(tmp_path, counted):
+    """Hive-style pruning: ``WHERE log = 'x'`` lists and fetches log x's segments alone, a lower
+    bound on time only its segments from that day on; the answers are the local root's."""
+    app, url = counted
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    now = time.time_ns()
+    for i in range(8):
+        write_spread(r / f"fleet/a{i:02d}.jsonl", events=40, days=4, end_ns=now - DAY_NS, log_id=f"fleet/a{i:02d}",
+                     pad=40)
+    ship(r, url)
+    app.take()
+
+    def both(query: str) -> tuple[bytes, list[str]]:
+        local = run_cli("sql", query, "-o", "jsonl", root=r)
+        remote = run_cli("--root", url, "sql", query, "-o", "jsonl")
+        assert remote.returncode == 0 and remote.stdout == local.stdout, remote.stderr
+        return remote.stdout, [path for path, _ in app.take()]
+
+    out, gets = both("select count(*) as n, min(seq) as lo from events where log = 'fleet/a07'")
+    assert jsonl(out) == [{"n": 40, "lo": 1}]
+    assert gets and all("/log=fleet~a07/" in g for g in gets), gets  # that log's segments, no other
+    assert len(gets) == len(set(gets)) >= 4  # a segment a day: every one of its days, once each
+    # a lower bound on time: only the segments of that day and later (here of another log, cold)
+    day = jsonl(run_cli("sql", "select strftime(max(time), '%Y-%m-%d') as d from events where log = 'fleet/a03'",
+                        "-o", "jsonl", root=r).stdout)[0]["d"]
+    out, gets = both(f"select count(*) as n from events e where e.log in ('fleet/a03') and e.time >= '{day}'")
+    assert 0 < jsonl(out)[0]["n"] < 40
+    assert len(gets) == 1 and "/log=fleet~a03/" in gets[0] and f"/day={day}/" in gets[0], gets
+    # a query the scope cannot narrow reads every log whole (the partial mirror made whole too)
+    out, gets = both("select log, count(*) as n from events group by 1 order by 1")
+    assert [row["n"] for row in jsonl(out)] == [40] * 8
+    assert not any("/log=fleet~a07/" in g for g in gets)  # already mirrored: not fetched again
+    # a write is refused before the store is asked for anything
+    p = run_cli("--root", url, "sql", "delete from events where log = 'fleet/a01'")
+    assert p.returncode == 2 and p.stderr.startswith(b"error: ") and app.take() == []

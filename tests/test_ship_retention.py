@@ -434,7 +434,7 @@ def test_remote_compact_of_every_segment_keeps_the_sequence(tmp_path, target):
     shutil.rmtree(r / ".wardrik/ship")  # the store alone says where to go on: after the watermark
     add(r, "old", events=2, first=21, days_ago=0, days=0.1)
     assert ship(r, target.url, "old")["events"] == 2
-    assert [f for f, _ in segments(target, "old")] == [21]
+    assert [f for f, _ in segments(target, "old")][0] == 21  # (two segments when the two events span midnight)
     out = tmp_path / "evidence"
     assert run_cli("pull", target.url, "--into", out).returncode == 0
     evs = page(out, "old")

@@ -290,3 +290,40 @@ def test_help_lists_the_views():
     assert p.returncode == 0
     for word in (b"events", b"runs", b"tool_calls", b"model_calls", b"--skip-corrupt", b"csv"):
         assert word in p.stdout
+
+
+# ---------------------------------------------------------------------------
+# scope: what a query can read (pruning on remote roots)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("query, logs, day", [
+    ("select type, count(*) from events where log = 'a/b' and time >= '2026-01-01' group by 1", {"a/b"}, "2026-01-01"),
+    ("select * from events e where e.LOG in ('a', 'b', '../x') and '2026-02-03T23:00:00-02:00' < e.time",
+     {"a", "b"}, "2026-02-04"),  # an id that is no log id names no log; the bound read in UTC
+    ("select * from runs where log = 'a' or log = 'c'", {"a", "c"}, None),
+    ("select * from events where time between timestamptz '2026-01-05 10:00' and '2026-02-01' "
+     "and (log = 'x' or log = 'y')", {"x", "y"}, "2026-01-05"),
+    ("select * from events where time >= '2026-01-03' or time > '2025-12-31'", None, "2025-12-31"),
+    ("select * from events where log = 'a' and log = 'b'", set(), None),
+    ("select * from runs where started >= '2026-01-01' and log = 'q'", {"q"}, None),  # time: events only
+    # never narrowed: anything but a plain SELECT over one view, filtered by constants
+    ("select * from runs where log = 'a' or status = 'x'", None, None),
+    ("select * from events where log = 'a' and seq > (select max(seq) from events where log = 'b')", None, None),
+    ("with x as (select * from events) select * from x where log = 'a'", None, None),
+    ("select * from events where log = 'a' union all select * from events where log = 'b'", None, None),
+    ("select * from events join runs using (log) where log = 'a'", None, None),
+    ("select * from events where time >= now() - interval 3 day", None, None),
+    ("select * from events where lower(log) = 'a'", None, None),
+    ("select 1", None, None),
+])
+def test_scope_is_what_the_where_can_touch(query, logs, day):
+    from wardrik_cli.read.sql import Scope, scope
+
+    assert scope(query) == Scope(frozenset(logs) if logs is not None else None, day)
+
+
+def test_scope_refuses_what_query_refuses():
+    from wardrik_cli.read.sql import SqlRefused, scope
+
+    for bad in ("delete from events", "select 1; select 2", "selec 1"):
+        with pytest.raises(SqlRefused):
+            scope(bad)

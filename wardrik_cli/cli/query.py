@@ -8,6 +8,11 @@ DuckDB makes them, a batch at a time, in every format: nothing holds the whole r
 In ``jsonl``/``json``, a time is RFC 3339 UTC with microseconds and ``Z`` (as stored), a
 JSON column (``data``) is nested as JSON, a decimal is a JSON number; in ``csv``, NULL is an
 empty field and a nested value is its JSON text.
+
+On a remote root (``--root s3://...|file://...``) the command syncs the mirror itself
+instead of through ``Invocation.root``: first the query is checked and its scope found
+(``read.sql.scope``: the logs and days its WHERE can touch), then only those are fetched
+(``remote.mirror.Need``) and only those logs are read.
 """
 from __future__ import annotations
 
@@ -71,7 +76,9 @@ def sql(
 
     inv = current()
     shown = SqlFormat(fmt) if fmt is not None else SqlFormat.pretty if inv.isatty() else SqlFormat.jsonl
-    with Query(inv.root, query, on_corrupt=on_corrupt(skip_corrupt)) as q:
+    url = inv.remote_root_url
+    root, logs = (inv.root, None) if url is None else _remote(inv, url, query)
+    with Query(root, query, on_corrupt=on_corrupt(skip_corrupt), logs=logs) as q:
         if shown == SqlFormat.pretty:
             _pretty(q.columns, q.batches())
         elif shown == SqlFormat.csv:
@@ -79,6 +86,20 @@ def sql(
         else:
             _json(q.columns, q.types, q.batches(), array=shown == SqlFormat.json)
     inv.flush_out()
+
+
+def _remote(inv: Any, url: str, query: str) -> tuple[Any, frozenset[str] | None]:
+    """(the mirror's root, synced for what ``query`` can read; the logs it reads)."""
+    from wardrik_cli.read.sql import scope
+    from wardrik_cli.remote.mirror import Need, open_mirror
+
+    sc = scope(query)  # refuses anything but one SELECT before the store is asked for anything
+    given = inv.deployment_arg if inv.deployment_arg is not None else inv.env.get("WARDRIK_DEPLOYMENT")
+    mirror = open_mirror(url, inv.env, given, warn=inv.warn)
+    need = Need(["*"] if sc.logs is None else sorted(sc.logs) or None, since_day=sc.since_day)
+    root = mirror.sync(need)
+    inv.remote_mirror = mirror
+    return root, sc.logs
 
 
 # ---------------------------------------------------------------------------

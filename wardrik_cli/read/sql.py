@@ -39,16 +39,28 @@ Contract kept here:
   ``model_calls(log, run_id, message_id, model, started, ended, seconds, input_tokens,
   output_tokens)``: ``message.started`` paired with ``message.completed`` the same way;
   model from either event's ``data.model``, tokens from ``data.usage`` (NULL when absent).
+- Pruning (``scope``, for remote roots, whose logs are fetched before the query runs): what
+  rows the query can read, from its parsed form (DuckDB's ``json_serialize_sql``; nothing
+  runs). Only a query whose every table reference is the one view in its ``FROM`` (no join,
+  subquery, CTE or set operation) is pruned, and only by its ``WHERE``: conjuncts (and ORs of
+  them) ``log = 'ID'`` / ``log IN ('ID', ...)`` name the only logs it reads (every view's rows
+  come from their own log's events alone), and on ``events``, ``time >= T``, ``time > T`` or
+  ``time BETWEEN T AND ...`` with a constant T give the first UTC day it reads (a segment never
+  crosses a day, so no event of an earlier day's segment can pass). Anything else reads every
+  log whole: a scope is a superset of what the query needs, never less. ``Query(logs=...)``
+  then reads only those logs' files.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wardrik_cli.errors import BadInput, CorruptLedger, Failure
 from wardrik_cli.extras import need
+from wardrik_cli.protocol.names import is_log_id
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, LogView
 
@@ -78,12 +90,15 @@ class LogFile:
         self.live = live  # a torn tail when the snapshot was taken: one bad row there is that tail
 
 
-def snapshot(root: Root, *, lenient: bool = False) -> list[LogFile]:
-    """Every agent log of ``root``, opened read-only (no link followed), sorted by log id."""
+def snapshot(root: Root, *, lenient: bool = False, logs: frozenset[str] | None = None) -> list[LogFile]:
+    """Every agent log of ``root`` (only ``logs`` when given), opened read-only (no link
+    followed), sorted by log id."""
     files: list[LogFile] = []
     proc = _PROC_FD.is_dir()
     try:
         for log_id in sorted(root.require().iter_log_ids()):
+            if logs is not None and log_id not in logs:
+                continue
             view = Log.agent(root, log_id).open()
             if view.fd is None:
                 continue  # removed since it was listed
@@ -221,14 +236,164 @@ def check_statement(duckdb: Any, con: Any, text: str) -> None:
         raise SqlRefused(f"only a read query (SELECT ...) is run, not {name}: the ledgers are read only")
 
 
+# ---------------------------------------------------------------------------
+# pruning: what a query can read
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scope:
+    """The rows a query can read: only the agent logs ``logs`` (None: any), and of the events
+    only those of UTC days from ``since_day`` on (None: any)."""
+
+    logs: frozenset[str] | None = None
+    since_day: str | None = None
+
+
+_LOWER = {"COMPARE_GREATERTHAN": True, "COMPARE_GREATERTHANOREQUALTO": True,
+          "COMPARE_LESSTHAN": False, "COMPARE_LESSTHANOREQUALTO": False}  # is the column on the left a lower bound?
+
+
+def scope(text: str) -> Scope:
+    """What ``text`` can read (see the module's contract); ``SqlRefused`` when it is not one
+    read query (before any log is fetched)."""
+    import orjson
+
+    duckdb = need("duckdb", "sql")
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
+    try:
+        check_statement(duckdb, con, text)
+        try:
+            doc = orjson.loads(con.execute("SELECT json_serialize_sql($1)", [text]).fetchone()[0])
+            node = doc["statements"][0]["node"]
+        except (duckdb.Error, ValueError, KeyError, IndexError, TypeError):
+            return Scope()
+        if doc.get("error") or not _prunable(node):
+            return Scope()
+        table = node["from_table"]
+        names = {str(table["table_name"]).lower(), str(table.get("alias") or table["table_name"]).lower()}
+        con.execute("SET TimeZone = 'UTC'")  # as the query's: a time without an offset is UTC
+        logs, day = _restrict(node.get("where_clause"), names, str(table["table_name"]).lower() == "events",
+                              lambda t: _utc_day(duckdb, con, t))
+        return Scope(logs, day)
+    finally:
+        con.close()
+
+
+def _prunable(node: Any) -> bool:
+    """A plain SELECT whose one table reference is a view of ours, with no subquery anywhere."""
+    if not isinstance(node, dict) or node.get("type") != "SELECT_NODE" or node.get("cte_map", {}).get("map"):
+        return False
+    table = node.get("from_table")
+    if not isinstance(table, dict) or table.get("type") != "BASE_TABLE" \
+            or str(table.get("table_name")).lower() not in VIEWS \
+            or table.get("schema_name") or table.get("catalog_name"):
+        return False
+    seen = [0]
+
+    def walk(x: Any) -> bool:
+        if isinstance(x, dict):
+            if x.get("class") == "SUBQUERY" or x.get("type") in ("SUBQUERY", "SELECT_NODE") and x is not node:
+                return False
+            if x.get("type") == "BASE_TABLE":
+                seen[0] += 1
+            return all(walk(v) for v in x.values())
+        if isinstance(x, list):
+            return all(walk(v) for v in x)
+        return True
+
+    return walk(node) and seen[0] == 1
+
+
+def _column(x: Any, names: set[str]) -> str | None:
+    if not isinstance(x, dict) or x.get("class") != "COLUMN_REF":
+        return None
+    parts = [str(n).lower() for n in x.get("column_names") or []]  # identifiers are case-insensitive
+    if len(parts) == 1 or (len(parts) == 2 and parts[0] in names):
+        return parts[-1]
+    return None
+
+
+def _text(x: Any) -> str | None:
+    """A string constant, also through a cast (``TIMESTAMPTZ '...'``, ``'...'::DATE``)."""
+    if isinstance(x, dict) and x.get("class") == "CAST" and not x.get("try_cast"):
+        x = x.get("child")
+    if isinstance(x, dict) and x.get("class") == "CONSTANT":
+        lit = x.get("value") or x.get("literal") or {}
+        if isinstance(lit, dict) and isinstance(lit.get("text"), str) and lit.get("kind", "STRING") == "STRING":
+            return str(lit["text"])
+        if isinstance(lit, dict) and isinstance(lit.get("value"), str):
+            return str(lit["value"])
+    return None
+
+
+def _ids(values: list[str]) -> frozenset[str]:
+    return frozenset(v for v in values if is_log_id(v))  # anything else names no log: no rows
+
+
+def _restrict(x: Any, names: set[str], events: bool,
+              day: Callable[[str], str | None]) -> tuple[frozenset[str] | None, str | None]:
+    """(logs, first UTC day of time) that rows passing the condition ``x`` must have (None: any);
+    ``day`` reads a constant as the query will."""
+    if not isinstance(x, dict):
+        return None, None
+    kind, cls = x.get("type"), x.get("class")
+    if cls == "CONJUNCTION" and kind in ("CONJUNCTION_AND", "CONJUNCTION_OR"):
+        parts = [_restrict(c, names, events, day) for c in x.get("children") or []]
+        if not parts:
+            return None, None
+        logs_of = [p[0] for p in parts]
+        since_of = [p[1] for p in parts]
+        if kind == "CONJUNCTION_AND":
+            known = [s for s in logs_of if s is not None]
+            logs = frozenset.intersection(*known) if known else None
+            bounds = [b for b in since_of if b is not None]
+            return logs, max(bounds) if bounds else None
+        logs = frozenset.union(*logs_of) if all(s is not None for s in logs_of) else None  # type: ignore[arg-type]
+        return logs, min(since_of) if all(b is not None for b in since_of) else None  # type: ignore[type-var]
+    if cls == "COMPARISON" and kind == "COMPARE_EQUAL":
+        for a, b in ((x.get("left"), x.get("right")), (x.get("right"), x.get("left"))):
+            if _column(a, names) == "log" and (v := _text(b)) is not None:
+                return _ids([v]), None
+        return None, None
+    if cls == "OPERATOR" and kind == "COMPARE_IN":
+        kids = x.get("children") or []
+        values = [_text(k) for k in kids[1:]]
+        if kids and _column(kids[0], names) == "log" and values and all(v is not None for v in values):
+            return _ids([v for v in values if v is not None]), None
+        return None, None
+    if not events:
+        return None, None
+    if cls == "COMPARISON" and kind in _LOWER:
+        left, right = x.get("left"), x.get("right")
+        if _column(left, names) == "time" and _LOWER[kind] and (v := _text(right)) is not None:
+            return None, day(v)
+        if _column(right, names) == "time" and not _LOWER[kind] and (v := _text(left)) is not None:
+            return None, day(v)
+        return None, None
+    if cls == "BETWEEN" and _column(x.get("input"), names) == "time" and (v := _text(x.get("lower"))) is not None:
+        return None, day(v)
+    return None, None
+
+
+def _utc_day(duckdb: Any, con: Any, text: str) -> str | None:
+    """The UTC day of the time DuckDB reads ``text`` as (as the query will); None when it cannot."""
+    try:
+        got = con.execute("SELECT strftime(CAST($1 AS TIMESTAMPTZ), '%Y-%m-%d')", [text]).fetchone()
+    except duckdb.Error:
+        return None
+    return str(got[0]) if got and got[0] else None
+
+
 class Query:
     """One query over a snapshot of ``root``: ``columns``, ``types`` and ``rows()`` (batches).
 
     ``on_corrupt`` set means skip corrupt lines and report each one to it; unset, a corrupt
-    line stops the query with ``CorruptLedger``."""
+    line stops the query with ``CorruptLedger``. ``logs``: read only these agent logs (a
+    ``scope``'s: the rows of any other cannot pass the query's WHERE)."""
 
-    def __init__(self, root: Root, text: str, *, on_corrupt: Callable[[CorruptLedger], None] | None = None):
-        self.root, self.text, self.on_corrupt = root, text, on_corrupt
+    def __init__(self, root: Root, text: str, *, on_corrupt: Callable[[CorruptLedger], None] | None = None,
+                 logs: frozenset[str] | None = None):
+        self.root, self.text, self.on_corrupt, self.logs = root, text, on_corrupt, logs
         self.duckdb = need("duckdb", "sql")
         self.files: list[LogFile] = []
         self.con: Any = None
@@ -264,7 +429,7 @@ class Query:
     def _start(self) -> None:
         self.con = self._connect()
         check_statement(self.duckdb, self.con, self.text)  # refused before any file is opened
-        self.files = snapshot(self.root, lenient=self.on_corrupt is not None)
+        self.files = snapshot(self.root, lenient=self.on_corrupt is not None, logs=self.logs)
         self._check_torn()
         con = self.con
         con.execute("SET TimeZone = 'UTC'")

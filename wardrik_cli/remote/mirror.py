@@ -26,6 +26,9 @@ Contract kept here:
   cursor's next sequence (keys carry first sequences), so a page after a cursor near the end
   of a big log fetches one segment; such a mirror is *partial* and is completed (its earlier
   segments prepended) before any read that needs them. ``head`` needs only each log's last segment.
+  ``sql`` on a remote root (``read.sql.scope``) needs only the logs its WHERE names, and of
+  each only the segments from the first whose day is at or after its lower bound on time (a
+  log with none: its last segment); so ``WHERE log = 'x'`` lists and fetches that log alone.
 - Starts: a log whose store starts after sequence 1 (compacted before its first ship, or by
   a remote sweep) gets a compaction record (``.wardrik/watermarks/``) saying so, with the time
   and hash of the last dropped line when the mirror held it (for the audit log without it, the
@@ -84,14 +87,16 @@ class Need:
     ``patterns``: the agent logs (None: no agent log); ``audit``: the audit log too;
     ``after``: a cursor's positions (a log in it is needed from the segment holding
     position + 1; others from their start); ``ends``: only each log's last segment (``head``);
-    ``verify``: read every segment again (``check``)."""
+    ``verify``: read every segment again (``check``); ``since_day``: only segments of that UTC
+    day (``YYYY-MM-DD``) and later, from the first such segment on (``sql``)."""
 
-    __slots__ = ("patterns", "audit", "after", "ends", "verify")
+    __slots__ = ("patterns", "audit", "after", "ends", "verify", "since_day")
 
     def __init__(self, patterns: list[str] | None = None, *, audit: bool = False,
-                 after: Mapping[str, int] | None = None, ends: bool = False, verify: bool = False):
+                 after: Mapping[str, int] | None = None, ends: bool = False, verify: bool = False,
+                 since_day: str | None = None):
         self.patterns, self.audit, self.after = patterns, audit, dict(after or {})
-        self.ends, self.verify = ends, verify
+        self.ends, self.verify, self.since_day = ends, verify, since_day
 
 
 class SyncReport:
@@ -139,6 +144,19 @@ def store_deployments(store: Store) -> list[str]:
         if n.startswith("deployment="):
             found.append(n[len("deployment="):])
     return sorted(set(found))
+
+
+def open_mirror(url: str, env: Mapping[str, str], given: str | None, *,
+                warn: Callable[[str], None] = lambda m: None) -> Mirror:
+    """The mirror of the store at ``url`` (``given``: the deployment asked for, if any) in the
+    cache folder ``env`` names."""
+    from wardrik_cli.remote.stores import open_store
+
+    store = open_store(url, env)
+    deployment = choose_deployment(store, given)
+    endpoint = "" if url.startswith("file://") else \
+        env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT") or ""
+    return Mirror(store, deployment, cache_dir(env), endpoint=endpoint, warn=warn)
 
 
 def choose_deployment(store: Store, given: str | None) -> str:
@@ -345,6 +363,8 @@ class Mirror:
             return 0
         if need.ends:
             return len(segs) - 1
+        if need.since_day is not None:
+            return next((j for j, s in enumerate(segs) if s.day >= need.since_day), len(segs) - 1)
         pos = need.after.get(name)
         if pos is None:
             return 0
