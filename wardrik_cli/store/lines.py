@@ -6,23 +6,155 @@ Contract kept here:
 - Every function reads only what it needs: forward iteration in large chunks from a byte
   offset, backward iteration from the end, and bisection over byte offsets, whose cost is
   O(log size) small reads.
+- A line longer than a chunk is read once, whole: its end is found first (``find``), then
+  its bytes are read in one call, so it costs its length, not its length squared, and is
+  held once, not as pieces and their join. Past ``LONG`` bytes that search maps the file
+  (read-only) instead of reading it: the bytes are searched (SIMD, ``store.search``) in the
+  page cache, not copied.
+  Only bytes before a known end of complete lines are mapped, never a torn tail a writer
+  may cut (``append.cut_torn_tail``); a file truncated under a reader by hand may still end
+  that reader (SIGBUS) while it searches one such line.
 - Offsets yielded are the offset of the first byte of each line.
 """
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Iterator
+
+import stringzilla as _sz  # store.search's SIMD search; called directly: it takes a map's memoryview too
 
 CHUNK = 1 << 18  # 256 KiB: large enough to amortise a call, small enough to be reused memory
 PROBE = 1 << 13
 SCAN_THRESHOLD = 1 << 16
+LONG = 1 << 18  # a search this far from its start maps the file: a line this long is rare and may be huge
+MAP_WINDOW = 1 << 26  # 64 MiB mapped at a time: the file pages one search holds
+
+
+class Head(bytes):
+    """The first bytes of a line longer than a caller's ``longest``, which asked for no more
+    (a log's first or last line, whose envelope is at its start); ``stop`` is the offset of
+    the line's newline."""
+    stop: int
+
+
+def _head(data: bytes, stop: int) -> Head:
+    head = Head(data)
+    head.stop = stop
+    return head
+
+
+def find(fd: int, needle: bytes, start: int, end: int | None = None) -> int:
+    """Offset of the first ``needle`` in the file's bytes ``[start, end)`` (``end`` None: to
+    the file's end, read only, never mapped: see the module docstring), -1 if none. Nothing
+    is kept: blocks grow from ``PROBE`` to ``CHUNK``, and past ``LONG`` bytes the file is
+    mapped and searched in place."""
+    pos, block, keep = start, max(PROBE, 2 * len(needle)), len(needle) - 1
+    mapped = end is not None
+    while True:
+        want = block if end is None else min(block, end - pos)
+        if want < len(needle):
+            return -1
+        if mapped and pos - start >= LONG:
+            assert end is not None
+            found = _find_mapped(fd, needle, pos, end)
+            if found is not None:
+                return found
+            mapped = False  # not mappable (a pipe's copy, an odd file system): read on
+        data = os.pread(fd, want, pos)
+        i = data.find(needle)
+        if i >= 0:
+            return pos + i
+        if len(data) < want:
+            return -1  # the file ends here
+        pos += len(data) - keep  # a needle across two blocks is still found
+        block = min(block * 2, CHUNK)
+
+
+def rfind(fd: int, needle: bytes, start: int, end: int) -> int:
+    """Offset of the last ``needle`` in the file's bytes ``[start, end)``, -1 if none: ``find``
+    backwards (blocks read back from ``end``, the file mapped past ``LONG`` bytes)."""
+    pos, block, keep = end, max(PROBE, 2 * len(needle)), len(needle) - 1
+    mapped = True
+    while pos - start >= len(needle):
+        if mapped and end - pos >= LONG:
+            found = _rfind_mapped(fd, needle, start, pos)
+            if found is not None:
+                return found
+            mapped = False
+        n = min(block, pos - start)
+        data = os.pread(fd, n, pos - n)
+        if len(data) < n:
+            return -1  # the file is shorter than the caller's end: nothing to vouch for
+        i = data.rfind(needle)
+        if i >= 0:
+            return pos - n + i
+        pos = pos - n + keep
+        block = min(block * 2, CHUNK)
+    return -1
+
+
+def _map(fd: int, lo: int, hi: int) -> tuple[mmap.mmap, int] | None:
+    """A read-only map of at least the file's bytes ``[lo, hi)`` and the offset it starts at."""
+    base = lo - lo % mmap.ALLOCATIONGRANULARITY
+    try:
+        return mmap.mmap(fd, hi - base, access=mmap.ACCESS_READ, offset=base), base
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _find_mapped(fd: int, needle: bytes, pos: int, end: int) -> int | None:
+    """``find`` over ``[pos, end)`` through maps of ``MAP_WINDOW`` bytes; None if it cannot map."""
+    keep = len(needle) - 1
+    while end - pos >= len(needle):
+        hi = min(end, pos + MAP_WINDOW)
+        got = _map(fd, pos, hi)
+        if got is None:
+            return None
+        m, base = got
+        with m, memoryview(m) as view:  # the view is let go before the map is closed
+            i = int(_sz.find(view, needle, pos - base, hi - base))
+        if i >= 0:
+            return base + i
+        if hi == end:
+            break
+        pos = hi - keep
+    return -1
+
+
+def _rfind_mapped(fd: int, needle: bytes, start: int, end: int) -> int | None:
+    keep = len(needle) - 1
+    while end - start >= len(needle):
+        lo = max(start, end - MAP_WINDOW)
+        got = _map(fd, lo, end)
+        if got is None:
+            return None
+        m, base = got
+        with m, memoryview(m) as view:
+            i = int(_sz.rfind(view, needle, lo - base, end - base))
+        if i >= 0:
+            return base + i
+        if lo == start:
+            break
+        end = lo + keep
+    return -1
+
+
+def _read(fd: int, start: int, stop: int) -> bytes | None:
+    """The file's bytes ``[start, stop)`` in one read; None when the file no longer holds them."""
+    data = os.pread(fd, stop - start, start)
+    return data if len(data) == stop - start else None
 
 
 def iter_lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) for each complete line from ``start`` (a line start)
     up to ``end`` (default: the file's size when each chunk is read)."""
-    for off, block in iter_blocks(fd, start, end):
-        for line in block.split(b"\n")[:-1]:
+    for off, data, length in _spans(fd, start, end, CHUNK, False, False):
+        if length > len(data):  # one long line, read without its newline: no copy to cut it off
+            yield off, data
+            continue
+        # bytes past the last newline (the next line's start) are the last piece: dropped
+        for line in data.split(b"\n")[:-1]:
             yield off, line
             off += len(line) + 1
 
@@ -42,8 +174,14 @@ def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
     (re-reading part of a line costs less than copying every block to cut it). ``once``: one
     block only (a merge reading a span of a log at a time).
 
-    A line longer than a chunk is collected chunk by chunk and joined once, when its newline
-    comes: reading it costs its length, not its length squared."""
+    A line longer than a chunk comes alone, read once (see the module docstring)."""
+    return _spans(fd, start, end, chunk, once, True)
+
+
+def _spans(fd: int, start: int, end: int | None, chunk: int, once: bool,
+           newline: bool) -> Iterator[tuple[int, bytes, int]]:
+    """``iter_spans``; without ``newline``, a line longer than a chunk is read without its
+    newline (``length`` is then ``len(data) + 1``)."""
     pos = start
     while True:
         want = chunk if end is None else min(chunk, end - pos)
@@ -52,47 +190,42 @@ def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
         piece = os.pread(fd, want, pos)
         if not piece:
             return
-        nl = piece.rfind(b"\n")
-        if nl >= 0:
-            yield pos, piece, nl + 1
-            if once:
-                return
-            pos += nl + 1
-            continue
-        pending = [piece]  # a line longer than a chunk
-        here = pos + len(piece)
-        while True:
-            want = chunk if end is None else min(chunk, end - here)
-            more = os.pread(fd, want, here) if want > 0 else b""
-            if not more:
+        length = piece.rfind(b"\n") + 1
+        if not length:  # a line longer than a chunk
+            stop = find(fd, b"\n", pos + len(piece), end)
+            if stop < 0:
                 return  # no newline before the end: a torn tail, never yielded
-            nl = more.find(b"\n")
-            if nl >= 0:
-                pending.append(more[:nl + 1])
-                data = b"".join(pending)
-                yield pos, data, len(data)
-                if once:
-                    return
-                pos += len(data)
-                break
-            pending.append(more)
-            here += len(more)
+            got = _read(fd, pos, stop + 1 if newline else stop)
+            if got is None:
+                return
+            piece, length = got, stop + 1 - pos
+        yield pos, piece, length
+        if once:
+            return
+        pos += length
 
 
-def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+def iter_lines_backward(fd: int, end: int, longest: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Complete lines ending at or before ``end`` (which must be 0 or just past a ``\\n``), last first.
 
     Blocks are read backwards, growing from ``PROBE`` to ``CHUNK``. A line longer than a
     chunk is not grown a block at a time (that would copy it again at every block): its
-    start is found first, then it is read whole, once."""
+    start is found first, then it is read whole, once; or, when it is longer than
+    ``longest``, only its first ``PROBE`` bytes, as a ``Head``."""
     pos = end  # buf holds the bytes [pos, pos + len(buf)); it ends with the newline of the next line
     buf = b""
     block = PROBE
     while pos > 0:
         if len(buf) > CHUNK:
-            start = _line_start(fd, pos)
-            line = os.pread(fd, pos - start, start) + buf
-            yield start, line[:-1]
+            stop = pos + len(buf) - 1  # the newline ending this line
+            start = rfind(fd, b"\n", 0, pos) + 1
+            if longest is not None and stop - start > longest:
+                line: bytes | None = _head(os.pread(fd, min(PROBE, stop - start), start), stop)
+            else:
+                line = _read(fd, start, stop)
+            if line is None:
+                return
+            yield start, line
             pos, buf = start, b""
             continue
         n = min(block, pos)
@@ -111,18 +244,6 @@ def iter_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
                 yield 0, buf[:j]
             return
         buf = buf[: j + 1]
-
-
-def _line_start(fd: int, pos: int) -> int:
-    """Offset just past the last newline before ``pos`` (0 if none), reading back without keeping."""
-    scan = pos
-    while scan > 0:
-        n = min(CHUNK, scan)
-        i = os.pread(fd, n, scan - n).rfind(b"\n")
-        if i >= 0:
-            return scan - n + i + 1
-        scan -= n
-    return 0
 
 
 def complete_end(fd: int, size: int | None = None) -> tuple[int, int]:
@@ -146,8 +267,8 @@ def last_line(fd: int, end: int) -> tuple[int, bytes] | None:
     return None
 
 
-def first_line(fd: int, end: int) -> tuple[int, bytes] | None:
-    return read_line_at(fd, 0, end)
+def first_line(fd: int, end: int, longest: int | None = None) -> tuple[int, bytes] | None:
+    return read_line_at(fd, 0, end, longest)
 
 
 def line_at_or_after(fd: int, pos: int, end: int) -> tuple[int, bytes] | None:
@@ -155,37 +276,32 @@ def line_at_or_after(fd: int, pos: int, end: int) -> tuple[int, bytes] | None:
     if pos <= 0:
         return first_line(fd, end)
     # Is pos a line start? Only if the byte before it is a newline.
-    scan = pos - 1
-    while scan < end:
-        data = os.pread(fd, min(PROBE, end - scan), scan)
-        if not data:
-            return None
-        i = data.find(b"\n")
-        if i >= 0:
-            start = scan + i + 1
-            if start >= end:
-                return None
-            return read_line_at(fd, start, end)
-        scan += len(data)
-    return None
+    nl = find(fd, b"\n", pos - 1, end)
+    if nl < 0 or nl + 1 >= end:
+        return None
+    return read_line_at(fd, nl + 1, end)
 
 
-def read_line_at(fd: int, start: int, end: int) -> tuple[int, bytes] | None:
-    """The complete line starting at ``start``, reading small blocks (probes must stay cheap)."""
-    parts = []
-    pos, block = start, PROBE
-    while pos < end:
-        data = os.pread(fd, min(block, end - pos), pos)
-        if not data:
-            return None
-        i = data.find(b"\n")
-        if i >= 0:
-            parts.append(data[:i])
-            return start, b"".join(parts)
-        parts.append(data)
-        pos += len(data)
-        block = min(block * 2, CHUNK)
-    return None
+def read_line_at(fd: int, start: int, end: int, longest: int | None = None) -> tuple[int, bytes] | None:
+    """The complete line starting at ``start``: one small read (probes must stay cheap); for
+    a longer line, its end is found, then it is read once. A line longer than ``longest``
+    is not read: its first ``PROBE`` bytes come as a ``Head``."""
+    want = min(PROBE, end - start)
+    if want <= 0:
+        return None
+    data = os.pread(fd, want, start)
+    i = data.find(b"\n")
+    if i >= 0:
+        return start, data[:i]
+    if len(data) < want:
+        return None
+    stop = find(fd, b"\n", start + len(data), end)
+    if stop < 0:
+        return None
+    if longest is not None and stop - start > longest:
+        return start, _head(data, stop)
+    line = _read(fd, start, stop)
+    return None if line is None else (start, line)
 
 
 def bisect(fd: int, end: int, is_after: Callable[[bytes], bool | None]) -> int:

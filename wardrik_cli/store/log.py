@@ -124,6 +124,18 @@ def envelope(raw: bytes) -> dict[str, Any] | None:
         return None
 
 
+def head_envelope(fd: int, start: int, head: lines.Head) -> dict[str, Any] | None:
+    """``envelope`` of the long line at ``start`` from its ``head``, its last two bytes and a
+    search of the rest for a second ``"specversion"`` (what ``peek`` checks of a whole line),
+    without reading the line: a 200 MB line costs a search in place, not a 200 MB copy.
+    ``envelope`` finds each field by a forward search for bytes holding no ``}``, so in
+    ``head + b"}}"`` it finds them where the whole line has them, or not at all (None)."""
+    # HEAD's own key is at byte 1: a second one is searched for past it
+    if os.pread(fd, 2, head.stop - 2) != b"}}" or lines.find(fd, b'"specversion"', start + 2, head.stop) >= 0:
+        return None
+    return envelope(head + b"}}")
+
+
 class Watermark:
     """A compaction record. ``previous`` is the record this one replaced: compaction writes
     the new record before it renames the new file in, so until the rename lands the old
@@ -280,7 +292,7 @@ class LogView:
     def first(self) -> tuple[int, dict[str, Any]] | None:
         if self._first is None and self.fd is not None:
             if not self.lenient:
-                item = lines.first_line(self.fd, self.end)
+                item = lines.first_line(self.fd, self.end, self._longest)
                 if item is not None:
                     self._first = (item[0], self._end_event(*item))
             else:
@@ -296,7 +308,7 @@ class LogView:
         """The last complete event. A corrupt last line is an error, unless this view is
         lenient (the reader was asked to skip corrupt lines): then the last good one."""
         if self._last is None and self.fd is not None:
-            for off, raw in lines.iter_lines_backward(self.fd, self.end):
+            for off, raw in lines.iter_lines_backward(self.fd, self.end, self._longest):
                 try:
                     self._last = (off, self._end_event(off, raw, lenient=True))
                     break
@@ -309,10 +321,23 @@ class LogView:
         """The first or last event: its envelope from bytes for a reader (``ends_from_bytes``),
         else decoded (ValueError when ``lenient``, else ``CorruptLedger``)."""
         if self.ends_from_bytes:
-            env = envelope(raw)
+            if isinstance(raw, lines.Head):  # a long line's first bytes only (``_longest``)
+                assert self.fd is not None  # a Head comes from the open file
+                env = head_envelope(self.fd, off, raw)
+                if env is None:  # not in this tool's shape: read whole and decoded, as any such line is
+                    whole = lines.read_line_at(self.fd, off, self.end)
+                    raw = whole[1] if whole is not None else b""  # gone since: judged as a bad line
+            else:
+                env = envelope(raw)
             if env is not None:
                 return env
         return decode_event(raw) if lenient else self.decode(off, raw)
+
+    @property
+    def _longest(self) -> int | None:
+        """Longest first or last line read whole: past it, a reader takes the envelope from the
+        line's head (``head_envelope``), not from a copy of the whole line."""
+        return lines.LONG if self.ends_from_bytes else None
 
     def watermark(self) -> Watermark | None:
         """The compaction record of this file: it must agree with the first kept event, or,

@@ -1,0 +1,159 @@
+"""A line of many megabytes is read about once, not once per look at it (the first event, the
+last event, the read itself), and comes out byte for byte: asserted through /proc/<pid>/io
+(rchar), never timings. The long-line paths of ``store.lines`` (find, then one read; the
+file mapped past ``LONG``) give what reading everything would."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.conftest import WARDRIK
+from tests.ledgergen import write_log
+from tests.procio import run_with_io
+from wardrik_cli.protocol.catalogue import lookup
+from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id, new_trace_id
+from wardrik_cli.store import lines
+from wardrik_cli.store.layout import Root
+from wardrik_cli.store.log import Log, decode_event, envelope
+
+PAD = 20_000_000  # one event whose data holds a 20 MB string
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory):
+    big = tmp_path_factory.mktemp("long")
+    write_log(big / "acme" / "one.jsonl", 1, pad=PAD, log_id="acme/one")
+    small = tmp_path_factory.mktemp("short")
+    write_log(small / "acme" / "one.jsonl", 1, pad=300, log_id="acme/one")
+    return big, small
+
+
+def _run(root, *args):
+    p, io = run_with_io([WARDRIK, "--root", str(root), *args])
+    assert p.returncode == 0, p.stderr
+    return p, io["rchar"]
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("args", [("page", "acme/one", "-F", "jsonl"), ("tail", "-n", "1", "acme/one")],
+                         ids=["page", "tail"])
+def test_a_long_line_is_read_about_once(roots, args):
+    big, small = roots
+    stored = (big / "acme" / "one.jsonl").read_bytes()
+    assert len(stored) > PAD
+    p_big, r_big = _run(big, *args)
+    _, r_small = _run(small, *args)
+    assert p_big.stdout == stored
+    # Interpreter start-up reads the same modules in both runs; what differs is the log. Read
+    # once, plus the first few hundred KB (lines.LONG) of each search for its end before the file is mapped.
+    assert r_big - r_small < 1.5 * len(stored), (r_big - r_small, len(stored))
+
+
+# The long-line paths at sizes a property test can afford: a line past a chunk, searches
+# that map the file a few bytes in, in windows of two pages (needles across their edges).
+lines_data = st.lists(st.sampled_from([b"a", b"\n", b"c" * 300, b"d" * 9000, b"ab" * 7000, b"\x00"]),
+                      max_size=30).map(b"".join)
+
+
+@contextmanager
+def small_limits(tmp_path_factory, data):
+    """The file of ``data``, open, with ``store.lines``' sizes made small."""
+    path = tmp_path_factory.mktemp("l") / "f"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    saved = lines.CHUNK, lines.PROBE, lines.LONG, lines.MAP_WINDOW
+    lines.CHUNK, lines.PROBE, lines.LONG, lines.MAP_WINDOW = 64, 16, 100, 8192
+    try:
+        yield fd
+    finally:
+        lines.CHUNK, lines.PROBE, lines.LONG, lines.MAP_WINDOW = saved
+        os.close(fd)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=lines_data, needle=st.sampled_from([b"\n", b"ab", b"dab", b"\x00a"]), cut=st.integers(0, 40000))
+def test_find_and_rfind_agree_with_bytes(tmp_path_factory, data, needle, cut):
+    mapper = lines._map
+    with small_limits(tmp_path_factory, data) as fd:
+        try:
+            for unmappable in (False, True):  # a file that cannot be mapped is read instead
+                lines._map = (lambda *a: None) if unmappable else mapper  # type: ignore[assignment]
+                for start in (0, min(cut, len(data)), len(data) // 3):
+                    assert lines.find(fd, needle, start, len(data)) == data.find(needle, start), start
+                    assert lines.find(fd, needle, start) == data.find(needle, start), start
+                    assert lines.rfind(fd, needle, start, len(data)) == data.rfind(needle, start), start
+        finally:
+            lines._map = mapper  # type: ignore[assignment]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=lines_data)
+def test_long_lines_come_whole_forward_backward_and_by_offset(tmp_path_factory, data):
+    end = data.rfind(b"\n") + 1
+    expected, off = [], 0
+    for line in data[:end].split(b"\n")[:-1]:
+        expected.append((off, line))
+        off += len(line) + 1
+    with small_limits(tmp_path_factory, data) as fd:
+        assert list(lines.iter_lines(fd, 0)) == expected  # the torn tail past ``end`` never comes
+        spans = list(lines.iter_spans(fd, 0, end, chunk=64))
+        assert b"".join(d[:n] for _, d, n in spans) == data[:end]
+        assert list(lines.iter_lines_backward(fd, end)) == expected[::-1]
+        for start, line in expected:
+            assert lines.read_line_at(fd, start, end) == (start, line)
+            got = lines.read_line_at(fd, start, end, longest=200)
+            assert got is not None
+            if len(line) > 200:  # only its head, and where it ends
+                assert isinstance(got[1], lines.Head) and line.startswith(got[1]) and got[1].stop == start + len(line)
+            else:
+                assert got == (start, line)
+        for (start, line), (s2, head) in zip(expected[::-1], lines.iter_lines_backward(fd, end, longest=200),
+                                             strict=True):
+            assert s2 == start and (head == line or (isinstance(head, lines.Head) and line.startswith(head)))
+
+
+def _event_line(text: str, extra: dict | None = None, seq: int = 1) -> bytes:
+    ev = build_event(etype=lookup("message.completed"), data={"message": {"id": "m1"}, "text": text, **(extra or {})},
+                     source="wardrik://local/agents/acme/one", subject="agents/acme/one", seq=seq,
+                     time_str="2026-10-22T09:00:00.000000Z", trace=new_trace_id(), span=new_span_id())
+    return dumps_line(ev)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=40), extra=st.dictionaries(st.sampled_from(["specversion", "time", "x"]), st.text(max_size=5),
+                                                        max_size=2))
+def test_an_envelope_from_any_head_is_the_lines_or_none(text, extra):
+    # What head_envelope relies on: cut anywhere, a line's head (with the two closing bytes
+    # put back) gives the whole line's envelope or none, never another. (A second
+    # "specversion" past the head is head_envelope's own search; here it is left out.)
+    raw = _event_line(text, extra)[:-1]
+    if raw.count(b'"specversion"') != 1:
+        return
+    whole = envelope(raw)
+    assert whole is not None
+    for n in range(len(raw)):
+        assert envelope(raw[:n] + b"}}") in (None, whole), n
+
+
+@pytest.mark.parametrize("extra", [{}, {"specversion": "2"}], ids=["plain", "second-specversion"])
+def test_a_readers_ends_of_a_long_line_are_its_envelope(tmp_path, extra):
+    first, middle, last = (_event_line("x" * (3 * lines.LONG), extra), _event_line("short", seq=2),
+                           _event_line("y" * (3 * lines.LONG), extra, seq=3))
+    (tmp_path / "acme").mkdir()
+    (tmp_path / "acme" / "one.jsonl").write_bytes(first + middle + last)
+    with Log.agent(Root(tmp_path), "acme/one").open() as view:
+        view.ends_from_bytes = True
+        got_first, got_last = view.first(), view.last()
+    assert got_first is not None and got_last is not None
+    assert got_first[0] == 0 and got_last[0] == len(first) + len(middle)
+    keys = ("id", "type", "source", "time", "sequence")
+    want_first, want_last = decode_event(first[:-1]), decode_event(last[:-1])
+    assert {k: got_first[1][k] for k in keys} == {k: want_first[k] for k in keys}
+    assert {k: got_last[1][k] for k in keys} == {k: want_last[k] for k in keys}
+    if extra:  # not in shape (a second "specversion"): decoded whole, as any such line is
+        assert got_first[1] == want_first and got_last[1] == want_last
+    else:  # the envelope from the head: the line was not decoded
+        assert set(got_first[1]) == set(keys) and set(got_last[1]) == set(keys)
