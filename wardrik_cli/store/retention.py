@@ -364,8 +364,17 @@ def find_cut(fd: int, end: int, cutoff: str) -> tuple[int, bool]:
 
 
 def clean_stale(root: Root) -> list[Path]:
-    """Remove temporaries a killed sweep left (call only under the compaction lock)."""
+    """Remove temporaries a killed sweep left (call only under the compaction lock), returned;
+    and, not returned (they are not a sweep's), those a killed shipper left in ``.wardrik/``
+    (``ship_slots.stale_temps``: only ones older than a running shipper's write could be)."""
+    from wardrik_cli.store.ship_slots import stale_temps
+
     removed: list[Path] = []
+    for p in stale_temps(root):
+        try:
+            os.unlink(p)  # a partial copy of a registration, positions or root id: the file itself is whole
+        except OSError:
+            pass
 
     def sweep_dir(d: Path, suffixes: tuple[str, ...], recurse_dots: bool) -> None:
         try:

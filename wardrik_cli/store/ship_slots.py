@@ -19,6 +19,11 @@ Contract kept here (``.wardrik/ship/``, files named by ``target_key(URL)``):
   writes the gap to the store and then clears the entry. Read-modify-write under the lock
   ``.wardrik/locks/@ship-gaps.lock`` (compact and ship both change it).
 
+Every file here is replaced through ``fsutil.write_atomic``, whose temp file is
+``.<name>.<pid>-<8 hex>.tmp`` beside it (``ship``'s root id, ``.wardrik/root-id``, is made the
+same way). A shipper killed mid-write leaves that temp; ``stale_temps`` names those older
+than ``STALE_TMP_S`` (a younger one may be a running shipper's), which ``compact`` removes.
+
 The rule compaction keeps (``store.retention``): in a log a registered target covers, no
 event after that target's position is dropped, unless ``--max-ship-lag`` lets it go, and
 then the gap is recorded first. A registration that cannot be read holds back everything
@@ -31,6 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +57,9 @@ SHIP_DIR = "ship"
 SLOT_SUFFIX, GAPS_SUFFIX, POSITIONS_SUFFIX = ".slot.json", ".gaps.json", ".json"
 AGENTS, AUDIT = "agents", "audit"  # the kinds, as in the object keys (remote.keys)
 GAPS_LOCK_KEY = "@ship-gaps"
+ROOT_ID_NAME = "root-id"  # remote.ship's root id, in .wardrik/
+STALE_TMP_S = 60.0  # as follow.live's temps: a write takes milliseconds; one this old is a dead writer's
+_TMP_NAME = re.compile(r"\.(.+)\.[0-9]+-[0-9a-f]{8}\.tmp")
 
 
 def normal_url(url: str) -> str:
@@ -272,3 +282,26 @@ def clear_gaps(root: Root, url: str, through: dict[tuple[str, str], int]) -> Non
 
 def audit_kind_name(is_audit: bool, name: str) -> tuple[str, str]:
     return (AUDIT, AUDIT_NAME) if is_audit else (AGENTS, name)
+
+
+def stale_temps(root: Root, *, older_than: float = STALE_TMP_S) -> list[Path]:
+    """Temp files a killed shipper left: ``write_atomic``'s in ``.wardrik/ship/`` and the root
+    id's in ``.wardrik/``, last changed more than ``older_than`` seconds ago (never a link's target)."""
+    found: list[Path] = []
+    now_s = time.time()
+    for d, only in ((ship_dir(root), None), (root.tool_dir, ROOT_ID_NAME)):
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            m = _TMP_NAME.fullmatch(e.name)
+            if m is None or (only is not None and m.group(1) != only):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if now_s - st.st_mtime > older_than:
+                found.append(Path(e.path))
+    return found
