@@ -99,8 +99,18 @@ class Invocation:
     def note(self, msg: str) -> None:
         self.message(f"note: {msg}")
 
+    def shown_path(self, text: str) -> str:
+        """``text`` with the private mirror of a remote root named as the remote root itself
+        (``/cache/.../root/acme/a.jsonl`` -> ``s3://bucket/prefix/acme/a.jsonl``): a user gave
+        the URL and never sees the cache. Unchanged on a local root."""
+        if self._remote_root is None:
+            return text
+        url = self.remote_root_url or ""
+        return text.replace(str(self._remote_root.path), url.rstrip("/"))
+
     def message(self, line: str) -> None:
         self.flush_out()
+        line = self.shown_path(line)
         from wardrik_cli.cli.safe_text import safe
 
         self.stderr.write(safe(line, keep_newlines=False).encode("utf-8", "backslashreplace") + b"\n")

@@ -85,7 +85,10 @@ def check(
         from wardrik_cli.cli.render.maintain import progress
 
         each = progress(logs, "checking")  # a bar on a terminal when the logs are big
+    inv = current()
     problems = [p for log in each for p in check_log(log)]
+    for p in problems:
+        p.file = inv.shown_path(p.file)  # a remote root's log, named by its URL, not by the mirror's path
     failed = any(p.severity == ERROR for p in problems)
 
     def pretty() -> None:

@@ -220,6 +220,22 @@ def _cut_at_day(view: LogView, off: int, data: bytes, cut: int, day: str) -> tup
     return pos, _seq_time(view, off + last_start, data[last_start:last_nl])[0]
 
 
+def _hole(name: str, view: LogView, off: int, seg: Segment, before: int) -> str:
+    """What is wrong with a segment whose sequences do not run on one by one from ``before``."""
+    expect = before + 1
+    pos = 0
+    while pos < len(seg.data):
+        nl = seg.data.index(b"\n", pos)
+        seq = _seq_time(view, off + pos, seg.data[pos:nl])[0]
+        if seq != expect:
+            what = (f"sequence {expect} is missing (the next line is {seq})" if seq > expect
+                    else f"sequence {seq} repeats or goes back after {expect - 1}")
+            return (f"{name}: {what} in the local log, line at byte {off + pos} (see `wardrik check`): not "
+                    "shipped; a stored segment must hold every sequence, once")
+        expect, pos = seq + 1, nl + 1
+    return f"{name}: the segment from sequence {seg.first} does not hold one line per sequence: not shipped"
+
+
 def local_run(view: LogView, off: int, last: int) -> tuple[bytes, int] | None:
     """The local lines from ``off`` through the one whose sequence is ``last`` (reading past the
     view's snapshot: the log may have grown since), and the offset after them; None when the
@@ -503,6 +519,10 @@ class Shipper:
             seg = build_segment(view, off, self.segment_max)
             if seg.first <= pos:
                 raise LogRefused(f"{src.name}: sequence {seg.first} follows {pos} in the local log: not shipped")
+            if (pos > 0 and seg.first != pos + 1) or seg.data.count(b"\n") != seg.last - seg.first + 1:
+                # a line deleted or repeated by hand: a segment must hold one line per sequence
+                # (readers refuse one that does not, for good: it can never be replaced)
+                raise LogRefused(_hole(src.name, view, off, seg, pos if pos > 0 else seg.first - 1))
             key = keys.segment_key(self.store.prefix, self.deployment, src.kind, src.name, seg.day, seg.first)
             sha = seg.sha256
             if self.store.create(key, seg.data, Meta(seg.last, sha, self.root_id, self.where)):

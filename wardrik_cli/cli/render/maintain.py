@@ -109,6 +109,9 @@ def print_check(problems: list[Problem], logs: list[Log]) -> None:
     warns = len(problems) - errors
     n_logs = len(logs)
     if logs:
+        from wardrik_cli.cli.context import current
+
+        shown = current().shown_path
         by_file: dict[str, list[Problem]] = {}
         for p in problems:
             by_file.setdefault(str(p.file), []).append(p)
@@ -117,7 +120,7 @@ def print_check(problems: list[Problem], logs: list[Log]) -> None:
         table.add_column("size", justify="right", no_wrap=True)
         table.add_column("result", no_wrap=True)
         for lg in logs:
-            ps = by_file.get(str(lg.path), [])
+            ps = by_file.get(shown(str(lg.path)), [])  # problems name a remote root's log by its URL
             e = sum(1 for p in ps if p.severity == "error")
             w = len(ps) - e
             if e:
