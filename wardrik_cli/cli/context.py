@@ -168,15 +168,10 @@ def _remote_root(inv: Invocation, url: str) -> Root:
                        "local root (remote roots are filled by `wardrik ship`)")
     if name not in REMOTE_READERS:
         raise BadInput(f"{name or 'this command'} does not work on a remote root ({url}); give a local --root")
-    from wardrik_cli.remote.mirror import Mirror, cache_dir, choose_deployment, keep_synced
-    from wardrik_cli.remote.stores import open_store
+    from wardrik_cli.remote.mirror import keep_synced, open_mirror
 
-    store = open_store(url, inv.env)
     given = inv.deployment_arg if inv.deployment_arg is not None else inv.env.get("WARDRIK_DEPLOYMENT")
-    deployment = choose_deployment(store, given)
-    endpoint = "" if url.startswith("file://") else \
-        inv.env.get("AWS_ENDPOINT_URL_S3") or inv.env.get("AWS_ENDPOINT_URL") or inv.env.get("AWS_ENDPOINT") or ""
-    mirror = Mirror(store, deployment, cache_dir(inv.env), endpoint=endpoint, warn=inv.warn)
+    mirror = open_mirror(url, inv.env, given, warn=inv.warn)
     need = _need(name, params)
     root = mirror.sync(need)
     inv.remote_mirror = mirror
