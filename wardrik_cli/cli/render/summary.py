@@ -49,8 +49,13 @@ def _data_of(event: dict[str, Any]) -> dict[str, Any]:
 _g = dig  # event data by path, None where a step is not an object
 
 
+LONGEST = 8192  # characters of a value a one-line summary looks at: far more than any screen's line
+
+
 def one_line(text: Any) -> str:
-    """Any value as one line: whitespace runs (newlines, tabs) become one space."""
+    """Any value as one line: whitespace runs (newlines, tabs) become one space. Only its first
+    ``LONGEST`` characters are looked at (then `` …``): an event holding 200 MB of text is
+    summarised as fast as a small one."""
     if text is None:
         return ""
     if not isinstance(text, str):
@@ -59,7 +64,10 @@ def one_line(text: Any) -> str:
             text = json.dumps(text, ensure_ascii=False, separators=(", ", ": "), default=str)
         except (TypeError, ValueError):
             text = str(text)
-    return " ".join(_CONTROL.sub(" ", text).split())
+    cut = len(text) > LONGEST
+    if cut:
+        text = text[:LONGEST]
+    return " ".join(_CONTROL.sub(" ", text).split()) + (" …" if cut else "")
 
 
 def words(text: Any, n: int = 12) -> str:
