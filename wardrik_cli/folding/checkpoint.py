@@ -41,7 +41,7 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import writable_dir, write_atomic
-from wardrik_cli.store.log import Log, LogView, decode_event
+from wardrik_cli.store.log import Log, LogView, decode_event, envelope
 
 FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
 
@@ -112,8 +112,13 @@ def _sha256(raw: bytes) -> str:
 
 
 def _seq_id(raw: bytes) -> tuple[int | None, Any]:
-    # The same bytes were decoded when the checkpoint was saved; decoding them again makes
+    # The same bytes were decoded when the checkpoint was saved; reading them again makes
     # the checkpoint's own fields (seq, id) agree with its hashes, whoever edited the file.
+    # A line in this tool's shape gives them from its bytes: a 200 MB line is not decoded
+    # (its hash already says it is the line that was).
+    env = envelope(raw)
+    if env is not None:
+        return int(env["sequence"]), env["id"]
     try:
         e = decode_event(raw)
         return int(e["sequence"]), e.get("id")
@@ -127,15 +132,12 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
     if seq <= 0 or not root_writable(log):
         return False
     first = lines.first_line(lv.fd, lv.end) if lv.fd is not None else None
-    try:
-        last = decode_event(last_raw)
-        first_seq = int(decode_event(first[1])["sequence"]) if first is not None else None
-    except ValueError:
-        return False
-    if first is None or lv.ino is None or int(last["sequence"]) != seq:
+    last_seq, last_id = _seq_id(last_raw)  # both lines were decoded by the fold that read them
+    first_seq = _seq_id(first[1])[0] if first is not None else None
+    if first is None or first_seq is None or lv.ino is None or last_seq != seq:
         return False
     head = orjson.dumps({"checkpoint": FORMAT, "log": log.name, "view": view_name, "version": version,
-                         "seq": seq, "id": last.get("id"), "offset": offset, "inode": lv.ino,
+                         "seq": seq, "id": last_id, "offset": offset, "inode": lv.ino,
                          "line_sha256": _sha256(last_raw), "first_seq": first_seq,
                          "first_sha256": _sha256(first[1])})
     body = head[:-1] + b',"state":' + state_json + b"}"

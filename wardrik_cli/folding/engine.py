@@ -47,7 +47,7 @@ from wardrik_cli.store import lines
 from wardrik_cli.errors import BadInput, CorruptLedger, NoSuchLog
 from wardrik_cli.protocol.names import LOG_SUFFIX, validate_log_id
 from wardrik_cli.store.layout import Root, log_id_from_path
-from wardrik_cli.store.log import Log, LogView, Watermark, decode_event
+from wardrik_cli.store.log import Log, LogView, Watermark, decode_event, head_envelope
 from wardrik_cli.read.scan import Line, scan
 from wardrik_cli.folding.views import ViewFailed, load as load_view, name_of, types_of, version_of
 
@@ -289,9 +289,15 @@ def _finish(view: Any, vname: str, tgt: Target, state: Any, through: int) -> Any
                          f"{type(e).__name__}: {e}") from None
 
 
+LONG_FIRST = 1 << 18  # a first line longer than this is told by its head (the scan decodes it anyway)
+
+
 def _format(tgt: Target, lv: LogView) -> str:
     fd = lv.fd
     assert fd is not None  # an open view
+    got = lines.read_line_at(fd, 0, lv.end, longest=LONG_FIRST)
+    if isinstance(got, tuple) and isinstance(got[1], lines.Head) and head_envelope(fd, 0, got[1]) is not None:
+        return WARDRIK  # a long first line in this tool's shape: not read whole to tell the format
     first = lines.first_line(fd, lv.end)
     if first is None:
         if isinstance(tgt.log, _FileLog) and lv.size > 0 and os.pread(fd, 1, 0) != b"{":
