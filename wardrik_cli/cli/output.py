@@ -60,6 +60,12 @@ def write_lines(lines: Lines) -> None:
         for line in lines:
             if not isinstance(line, (bytes, bytearray)):
                 line = orjson.dumps(line)
+            if len(line) >= BLOCK:  # a long line goes as it is: joining would copy it whole
+                _write_joined(out, parts)
+                out.write(line)
+                out.write(b"\n")
+                parts, size = [], 0
+                continue
             parts.append(line)
             size += len(line)
             if size >= BLOCK:
