@@ -113,3 +113,27 @@ def test_covered_splits_a_hole_into_recorded_and_unrecorded_runs():
     assert covered(gaps, 3, 11) == ([gaps[4], gaps[8]], [(6, 7), (10, 10)])
     assert covered(gaps, 1, 4) == ([], [(2, 3)])
     assert covered(gaps, 19, 25) == ([], [(20, 24)])  # a record larger than the hole does not fit it
+
+
+def test_many_records_that_do_not_fit_make_one_warning(root):
+    """A hostile record file: 20,000 records that each overrun a hole. The hole is one warning
+    (adjacent unrecorded runs merged), found by bisection, not by a scan per record."""
+    path = root / "acme" / "a.jsonl"
+    write_log(path, 2, start=START, pad=20, log_id="acme/a")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"sequence":"000000000002"', b'"sequence":"000001000000"')
+    path.write_bytes(b"".join(lines))
+    r = Root(root)
+    key = Log.agent(r, "acme/a").state_key
+    write_gaps(r, key, [RecordedGap(2 + i, 10**7, None) for i in range(20_000)])
+    gaps = read_gaps(r, key)
+    assert covered(gaps, 1, 1_000_000) == ([], [(2, 999_999)])
+    p = run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0 and p.stderr.decode().count("warning:") == 1
+
+
+def test_a_recorded_time_that_is_not_a_time_is_not_used(root):
+    _holed(root, time="not a time \u202e")
+    notice = [e for e in jsonl(run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root).stdout)
+              if e["type"] == DROPPED][0]
+    assert notice["time"].startswith("2026-10-22T09:00:0")  # the event after the hole's

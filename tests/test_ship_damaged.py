@@ -78,3 +78,20 @@ def test_messages_name_the_remote_root_not_the_mirror(tmp_path):
     assert p.returncode == 2 and f"under {t.url}" in err and cache not in err, err
     c = run_cli("--root", t.url, "check", "-o", "json")
     assert c.returncode == 0 and cache not in c.stdout.decode() and cache not in c.stderr.decode()
+
+
+def test_a_gap_record_that_goes_backwards_is_refused_never_looped_on(tmp_path):
+    """A gap object whose last sequence is before its first (something else wrote it): remote
+    readers and pull say so in one error line instead of stepping over it forever."""
+    r = _root(tmp_path, n=3)
+    t = FolderTarget(tmp_path / "store")
+    run_cli("ship", t.url, root=r, check=True)
+    [seg] = [k for k in t.segments() if "log=acme~a" in k]
+    gap = seg.split("/day=")[0] + "/gaps/000000000001.json"
+    (t.path / gap).parent.mkdir(parents=True, exist_ok=True)
+    (t.path / gap).write_bytes(b'{"first": 1, "last": 0}\n')
+    (t.path / (gap + ".meta")).write_bytes(orjson.dumps({"last_sequence": 0, "sha256": "0" * 64, "root_id": "x"}))
+    for args in (["--root", t.url, "page", "acme/a"], ["pull", t.url, "acme/*", "--into", str(tmp_path / "ev")]):
+        p = run_cli(*args, process=True, timeout=60)
+        err = p.stderr.decode()
+        assert p.returncode == 1 and "not a wardrik gap record" in err and "Traceback" not in err, (args, err)

@@ -34,3 +34,46 @@ def test_compact_removes_a_dead_shippers_temps_and_keeps_a_fresh_one(tmp_path):
     assert fresh.exists() and other.exists()
     assert sorted(q.name for q in ship.iterdir() if not q.name.startswith(".")) == kept  # the files themselves stay
     assert run_cli("ship", f"file://{share}", root=r).returncode == 0  # and ship still reads them
+
+
+def test_the_clean_up_never_follows_a_link_out_of_the_root(tmp_path):
+    """`.wardrik/ship`, `.wardrik/watermarks` or a log folder replaced by a link to a folder
+    outside the root: compact removes nothing there (it runs as root on roots it did not write)."""
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    run_cli("append", "a", "trigger.fired", "--data", '{"trigger": {"name": "t"}}', root=r, check=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bait = [outside / ".passwd.4242-deadbeef.tmp", outside / ".x.wm.tmp", outside / ".a.jsonl.tmp",
+            outside / ".root-id.4242-0badc0de.tmp"]
+    past = time.time() - STALE_TMP_S - 3600
+    for p in bait:
+        p.write_bytes(b"precious")
+        os.utime(p, (past, past))
+    (r / ".wardrik/ship").mkdir(exist_ok=True)
+    os.rmdir(r / ".wardrik/ship")
+    os.symlink(outside, r / ".wardrik/ship")
+    os.makedirs(r / ".wardrik/watermarks", exist_ok=True)
+    os.symlink(outside, r / ".wardrik/watermarks/team")
+    os.symlink(outside, r / "agents")  # a log folder that is a link
+    p = run_cli("compact", "--retention", "30d", "-q", root=r)
+    assert "Traceback" not in p.stderr.decode()
+    assert all(b.read_bytes() == b"precious" for b in bait)
+
+
+def test_a_tool_folder_that_is_a_link_is_not_swept(tmp_path):
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    outside = tmp_path / "outside"
+    (outside / "ship").mkdir(parents=True)
+    bait = outside / "ship" / ".slot.4242-deadbeef.tmp"
+    bait.write_bytes(b"precious")
+    past = time.time() - STALE_TMP_S - 3600
+    os.utime(bait, (past, past))
+    from wardrik_cli.store.layout import Root
+    from wardrik_cli.store.retention import clean_stale
+
+    os.rename(r / ".wardrik", tmp_path / "real-tool")
+    os.symlink(outside, r / ".wardrik")
+    clean_stale(Root(r))
+    assert bait.read_bytes() == b"precious"

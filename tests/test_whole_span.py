@@ -129,3 +129,14 @@ def test_a_merge_reads_the_same_with_damage_in_the_middle(root):
     assert p.returncode == 0
     assert p.stdout.count(b"\n") == 70 * 40 - 1
     assert os.path.getsize(path) == sum(map(len, lines))  # a reader writes nothing
+
+
+@pytest.mark.parametrize("seq", [list(range(12)), {"a": 1}, 12, None, True])
+def test_a_sequence_that_is_not_a_string_is_a_corrupt_line_not_a_crash(root, seq):
+    lines = _lines(root, 3)
+    lines[1] = orjson.dumps({"sequence": seq, "type": "x", "time": "y"})
+    with _view(root, lines):
+        pass
+    p = run_cli("page", "acme/*", "--all", "-F", "jsonl", root=root)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "corrupt line" in err and "internal error" not in err, err

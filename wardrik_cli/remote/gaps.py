@@ -140,6 +140,9 @@ def read_gap(store: Store, key: str, first: int) -> Gap | None:
     if got is None:
         return None
     doc, meta = got
+    if meta.last < first:  # every loop that steps over gaps relies on a gap moving it on
+        raise Failure(f"{store.where(key)}: not a wardrik gap record: its last sequence {meta.last} is before "
+                      f"its first {first}")
     t = doc.get("time")
     return Gap(key, first, meta.last, t if isinstance(t, str) else None, meta.root_id)
 

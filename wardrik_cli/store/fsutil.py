@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from wardrik_cli.errors import NotRegular
@@ -162,3 +163,50 @@ def writable_dir(path: Path) -> bool:
     if vfs.f_flag & os.ST_RDONLY or not os.access(path, os.W_OK):
         return False
     return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def remove_below(base: Path, parts: tuple[str, ...], pick: Callable[[os.DirEntry[str]], bool], *,
+                 recurse: Callable[[str], bool] | None = None) -> list[Path]:
+    """Remove the files ``pick`` chooses in the folder ``base/parts...`` (and, where ``recurse``
+    says so, in its sub-folders), never following a symbolic link: each folder is opened
+    relative to the one above it with ``O_NOFOLLOW``, and files are removed by name in it, so
+    a link planted anywhere on the way (``.wardrik -> /etc``) leads nowhere. Returns what was
+    removed; a folder that is missing or is a link is passed over."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    removed: list[Path] = []
+    try:
+        fd = os.open(base, flags)
+    except OSError:
+        return removed
+    try:
+        for part in parts:
+            sub = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    except OSError:
+        os.close(fd)
+        return removed
+    stack = [(fd, base.joinpath(*parts))]
+    while stack:  # a stack, not recursion: a hostile tree of deep folders cannot exhaust it
+        dfd, shown = stack.pop()
+        try:
+            with os.scandir(dfd) as it:
+                entries = list(it)
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    if recurse is not None and recurse(e.name):
+                        try:
+                            stack.append((os.open(e.name, flags, dir_fd=dfd), shown / e.name))
+                        except OSError:
+                            pass
+                elif pick(e):
+                    try:
+                        os.unlink(e.name, dir_fd=dfd)
+                        removed.append(shown / e.name)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+    return removed

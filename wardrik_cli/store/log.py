@@ -43,8 +43,8 @@ def decode_event(raw: bytes) -> dict[str, Any]:
         raise ValueError("not valid JSON") from None
     try:
         seq = event["sequence"]
-        ok = len(seq) == 12 and seq.isascii() and seq.isdigit() and type(event["type"]) is str \
-            and type(event["time"]) is str
+        ok = type(seq) is str and len(seq) == 12 and seq.isascii() and seq.isdigit() \
+            and type(event["type"]) is str and type(event["time"]) is str
     except (KeyError, TypeError):
         ok = False
     if not ok:

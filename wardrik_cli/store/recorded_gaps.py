@@ -12,13 +12,16 @@ Contract kept here:
   (first and last: the missing sequences, inclusive; time: the newest dropped event's time, or
   null when the store did not say). Written whole and atomically, only by copies of remote logs.
 - ``read_gaps`` never fails: a missing, unreadable or malformed file (or entry) reads as no
-  record, so the hole is reported as a sequence gap, the honest default.
+  record, so the hole is reported as a sequence gap, the honest default; a time that is not
+  an RFC 3339 time reads as none (the notice is then dated by the event after the hole).
 - ``any_recorded(root)`` is one ``stat``: a reader over many logs looks for records only when
   the root has some.
 """
 from __future__ import annotations
 
 import os
+import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from wardrik_cli.store.fsutil import write_atomic
 from wardrik_cli.store.layout import Root
 
 KIND = "gaps"
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})")
 NAME = "gaps.json"
 
 
@@ -64,7 +68,8 @@ def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:
         first, last, t = e.get("first"), e.get("last"), e.get("time")
         if type(first) is not int or type(last) is not int or not 1 <= first <= last:
             continue
-        out[first] = RecordedGap(first, last, t if isinstance(t, str) else None)
+        # the time becomes an event's: only a time as stored events carry one
+        out[first] = RecordedGap(first, last, t if isinstance(t, str) and _TIME.fullmatch(t) else None)
     return out
 
 
@@ -85,7 +90,9 @@ def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap], *, durable: 
 
 def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list[RecordedGap], list[tuple[int, int]]]:
     """For a hole between sequences ``before`` and ``after`` (both read): the recorded gaps that
-    fill it, in order, and the runs (first, last) no record covers."""
+    fill it, in order, and the runs (first, last) no record covers, adjacent ones merged. Each
+    step is a bisection: a hostile file of many records costs its size, not its square."""
+    firsts = sorted(f for f in gaps if before < f < after)
     found: list[RecordedGap] = []
     rest: list[tuple[int, int]] = []
     at = before + 1
@@ -95,8 +102,12 @@ def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list
             found.append(g)
             at = g.last + 1
             continue
-        # no record starts here: unrecorded up to the next record that starts inside the hole
-        nxt = min((f for f in gaps if at < f < after), default=after)
-        rest.append((at, nxt - 1))
+        # no record that fits starts here: unrecorded up to the next record inside the hole
+        i = bisect_right(firsts, at)
+        nxt = firsts[i] if i < len(firsts) else after
+        if rest and rest[-1][1] == at - 1:
+            rest[-1] = (rest[-1][0], nxt - 1)
+        else:
+            rest.append((at, nxt - 1))
         at = nxt
     return found, rest

@@ -44,7 +44,7 @@ from typing import Any
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import open_regular, write_new
+from wardrik_cli.store.fsutil import open_regular, remove_below, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_event, peek
@@ -366,41 +366,22 @@ def find_cut(fd: int, end: int, cutoff: str) -> tuple[int, bool]:
 def clean_stale(root: Root) -> list[Path]:
     """Remove temporaries a killed sweep left (call only under the compaction lock), returned;
     and, not returned (they are not a sweep's), those a killed shipper left in ``.wardrik/``
-    (``ship_slots.stale_temps``: only ones older than a running shipper's write could be)."""
-    from wardrik_cli.store.ship_slots import stale_temps
+    (``ship_slots.stale_temp``: only ones older than a running shipper's write could be).
+    Folders are walked with ``fsutil.remove_below``: a link planted in the root (``.wardrik``
+    or ``.wardrik/watermarks`` pointing elsewhere) is never followed, so nothing outside the
+    root is removed."""
+    from wardrik_cli.store.ship_slots import ROOT_ID_NAME, SHIP_DIR, stale_temp
 
-    removed: list[Path] = []
-    for p in stale_temps(root):
-        try:
-            os.unlink(p)  # a partial copy of a registration, positions or root id: the file itself is whole
-        except OSError:
-            pass
+    tool = root.tool_dir.name
+    remove_below(root.path, (tool, SHIP_DIR), stale_temp())  # a registration, positions: the file itself is whole
+    remove_below(root.path, (tool,), stale_temp(ROOT_ID_NAME))
 
-    def sweep_dir(d: Path, suffixes: tuple[str, ...], recurse_dots: bool) -> None:
-        try:
-            entries = list(os.scandir(d))
-        except OSError:
-            return
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if recurse_dots or not e.name.startswith("."):
-                    sweep_dir(Path(e.path), suffixes, recurse_dots)
-            elif e.name.startswith(".") and e.name.endswith(suffixes):
-                try:
-                    os.unlink(e.path)
-                    removed.append(Path(e.path))
-                except OSError:
-                    pass
+    def temp(suffix: str) -> Callable[[os.DirEntry[str]], bool]:
+        return lambda e: e.name.startswith(".") and e.name.endswith(suffix)
 
-    sweep_dir(root.path, (TMP_SUFFIX,), False)  # agents' logs (dot-directories skipped)
-    try:
-        for e in os.scandir(root.tool_dir):  # the audit log's temp
-            if e.is_file(follow_symlinks=False) and e.name.startswith(".") and e.name.endswith(TMP_SUFFIX):
-                os.unlink(e.path)
-                removed.append(Path(e.path))
-    except OSError:
-        pass
-    sweep_dir(root.tool_dir / "watermarks", (WM_TMP_SUFFIX,), True)
+    removed = remove_below(root.path, (), temp(TMP_SUFFIX), recurse=lambda name: not name.startswith("."))  # logs
+    removed += remove_below(root.path, (tool,), temp(TMP_SUFFIX))  # the audit log's
+    removed += remove_below(root.path, (tool, "watermarks"), temp(WM_TMP_SUFFIX), recurse=lambda name: True)
     return removed
 
 

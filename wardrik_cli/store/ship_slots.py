@@ -21,7 +21,7 @@ Contract kept here (``.wardrik/ship/``, files named by ``target_key(URL)``):
 
 Every file here is replaced through ``fsutil.write_atomic``, whose temp file is
 ``.<name>.<pid>-<8 hex>.tmp`` beside it (``ship``'s root id, ``.wardrik/root-id``, is made the
-same way). A shipper killed mid-write leaves that temp; ``stale_temps`` names those older
+same way). A shipper killed mid-write leaves that temp; ``stale_temp`` picks those older
 than ``STALE_TMP_S`` (a younger one may be a running shipper's), which ``compact`` removes.
 
 The rule compaction keeps (``store.retention``): in a log a registered target covers, no
@@ -38,7 +38,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,24 +284,20 @@ def audit_kind_name(is_audit: bool, name: str) -> tuple[str, str]:
     return (AUDIT, AUDIT_NAME) if is_audit else (AGENTS, name)
 
 
-def stale_temps(root: Root, *, older_than: float = STALE_TMP_S) -> list[Path]:
-    """Temp files a killed shipper left: ``write_atomic``'s in ``.wardrik/ship/`` and the root
-    id's in ``.wardrik/``, last changed more than ``older_than`` seconds ago (never a link's target)."""
-    found: list[Path] = []
+def stale_temp(only: str | None = None, *, older_than: float = STALE_TMP_S) -> Callable[[os.DirEntry[str]], bool]:
+    """A test for a temp file a killed shipper left (``write_atomic``'s, last changed more
+    than ``older_than`` seconds ago; ``only``: of that file's name), for ``fsutil.remove_below``
+    in ``.wardrik/ship/`` and, with ``ROOT_ID_NAME``, in ``.wardrik/``."""
     now_s = time.time()
-    for d, only in ((ship_dir(root), None), (root.tool_dir, ROOT_ID_NAME)):
+
+    def pick(e: os.DirEntry[str]) -> bool:
+        m = _TMP_NAME.fullmatch(e.name)
+        if m is None or (only is not None and m.group(1) != only):
+            return False
         try:
-            entries = list(os.scandir(d))
+            st = e.stat(follow_symlinks=False)
         except OSError:
-            continue
-        for e in entries:
-            m = _TMP_NAME.fullmatch(e.name)
-            if m is None or (only is not None and m.group(1) != only):
-                continue
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if now_s - st.st_mtime > older_than:
-                found.append(Path(e.path))
-    return found
+            return False
+        return now_s - st.st_mtime > older_than
+
+    return pick
