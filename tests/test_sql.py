@@ -305,6 +305,15 @@ def test_help_lists_the_views():
     ("select * from events where time >= '2026-01-03' or time > '2025-12-31'", None, "2025-12-31"),
     ("select * from events where log = 'a' and log = 'b'", set(), None),
     ("select * from runs where started >= '2026-01-01' and log = 'q'", {"q"}, None),  # time: events only
+    # a typed constant is read through its own cast, as the query reads it: TIMESTAMP and DATE
+    # drop the offset the text holds (12:00-12 is 11-28 12:00 to the query, not 11-29 00:00)
+    ("select * from events where time >= TIMESTAMP '2026-11-28 12:00:00-12'", None, "2026-11-28"),
+    ("select * from events where time >= '2026-11-28 23:00:00-10'::TIMESTAMP", None, "2026-11-28"),
+    ("select * from events where time >= DATE '2026-12-01'", None, "2026-12-01"),
+    ("select * from events where time >= TIMESTAMPTZ '2026-11-28 23:00:00-10'", None, "2026-11-29"),
+    ("select * from events where time >= CAST('2026' AS INTEGER)", None, None),  # not a time cast: no bound
+    ("select * from events where log = CAST('a' AS VARCHAR)", {"a"}, None),
+    ("select * from events where log = CAST('1' AS INTEGER)", None, None),
     # never narrowed: anything but a plain SELECT over one view, filtered by constants
     ("select * from runs where log = 'a' or status = 'x'", None, None),
     ("select * from events where log = 'a' and seq > (select max(seq) from events where log = 'b')", None, None),

@@ -313,10 +313,42 @@ def _column(x: Any, names: set[str]) -> str | None:
     return None
 
 
+# The casts a time bound may come through, as the type the scope casts its text to (a
+# TIMESTAMP or DATE drops a UTC offset the text holds: the day must be read as the query reads
+# it, so through the same cast); any other cast: no bound taken.
+_TIME_CASTS = {"": "TIMESTAMPTZ", "TIMESTAMPTZ": "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ",
+               "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP", "DATE": "DATE", "VARCHAR": "TIMESTAMPTZ",
+               "TEXT": "TIMESTAMPTZ", "STRING": "TIMESTAMPTZ"}
+_TEXT_CASTS = frozenset({"", "VARCHAR", "TEXT", "STRING"})
+
+
+def _cast_of(x: Any) -> tuple[Any, str]:
+    """(the constant under a cast, the cast's type name in capitals; "" when there is none)."""
+    if isinstance(x, dict) and x.get("class") == "CAST":
+        if x.get("try_cast"):
+            return None, "?"
+        te = x.get("type_expr") or x.get("cast_type") or {}
+        name = te.get("type_name") or te.get("id") if isinstance(te, dict) else None
+        return x.get("child"), str(name or "?").upper()
+    return x, ""
+
+
+def _time_text(x: Any) -> str | None:
+    """A time bound's constant, written as the cast the scope must read it through: ``text``
+    or ``CAST:TYPE:text``; None for anything else."""
+    inner, cast = _cast_of(x)
+    as_type = _TIME_CASTS.get(cast)
+    v = _constant(inner) if as_type is not None else None
+    return None if v is None else (v if as_type == "TIMESTAMPTZ" else f"CAST:{as_type}:{v}")
+
+
 def _text(x: Any) -> str | None:
-    """A string constant, also through a cast (``TIMESTAMPTZ '...'``, ``'...'::DATE``)."""
-    if isinstance(x, dict) and x.get("class") == "CAST" and not x.get("try_cast"):
-        x = x.get("child")
+    """A string constant, also through a cast to a string type."""
+    inner, cast = _cast_of(x)
+    return _constant(inner) if cast in _TEXT_CASTS else None
+
+
+def _constant(x: Any) -> str | None:
     if isinstance(x, dict) and x.get("class") == "CONSTANT":
         lit = x.get("value") or x.get("literal") or {}
         if isinstance(lit, dict) and isinstance(lit.get("text"), str) and lit.get("kind", "STRING") == "STRING":
@@ -365,20 +397,27 @@ def _restrict(x: Any, names: set[str], events: bool,
         return None, None
     if cls == "COMPARISON" and kind in _LOWER:
         left, right = x.get("left"), x.get("right")
-        if _column(left, names) == "time" and _LOWER[kind] and (v := _text(right)) is not None:
+        if _column(left, names) == "time" and _LOWER[kind] and (v := _time_text(right)) is not None:
             return None, day(v)
-        if _column(right, names) == "time" and not _LOWER[kind] and (v := _text(left)) is not None:
+        if _column(right, names) == "time" and not _LOWER[kind] and (v := _time_text(left)) is not None:
             return None, day(v)
         return None, None
-    if cls == "BETWEEN" and _column(x.get("input"), names) == "time" and (v := _text(x.get("lower"))) is not None:
+    if cls == "BETWEEN" and _column(x.get("input"), names) == "time" \
+            and (v := _time_text(x.get("lower"))) is not None:
         return None, day(v)
     return None, None
 
 
 def _utc_day(duckdb: Any, con: Any, text: str) -> str | None:
-    """The UTC day of the time DuckDB reads ``text`` as (as the query will); None when it cannot."""
+    """The UTC day of the time DuckDB reads ``text`` as (as the query will: ``CAST:TYPE:text``
+    through that type first, a type from ``_TIME_CASTS`` only); None when it cannot."""
+    cast = "TIMESTAMPTZ"
+    if text.startswith("CAST:"):
+        cast, text = text[5:].split(":", 1)
+        if cast not in _TIME_CASTS.values():
+            return None
     try:
-        got = con.execute("SELECT strftime(CAST($1 AS TIMESTAMPTZ), '%Y-%m-%d')", [text]).fetchone()
+        got = con.execute(f"SELECT strftime(CAST(CAST($1 AS {cast}) AS TIMESTAMPTZ), '%Y-%m-%d')", [text]).fetchone()
     except duckdb.Error:
         return None
     return str(got[0]) if got and got[0] else None
