@@ -13,8 +13,9 @@ process never holds the line), and reused while its parameters are unchanged.
   cache for all), the commands taking turns; user and system CPU from ``os.wait4``. An info row
   gives the floor: the same commands on a log of one small event (start-up).
 - rchar: bytes each command read (/proc/<pid>/io, read before it is reaped) less those of the
-  same command on the small log (start-up), vs the file's bytes: the line read about once
-  (at most 1.5x).
+  same command on the small log (start-up), vs the file's bytes (info, at most 6x): the line is
+  read once whole; the searches for its ends and its envelope go through one reused 4 MiB
+  buffer, each a pass, since the file is never mapped (a file cut under a map kills its reader).
 - peak memory: ``ru_maxrss`` of each command (info: the line's size for scale).
 - correctness, once: each command prints the stored line byte for byte (SHA-256), else FAIL.
 Prints a table with PASS/MISS; exits 1 on a MISS or a FAIL.
@@ -143,8 +144,8 @@ def main() -> int:
                      f"{startup:.3f}s (above it: {(w - startup) / wc:.1f}x wc -l)", "info", ""))
         read = checks[name]["rchar"] - statistics.median(r["rchar"] for r in starts[name])
         rows.append((f"rchar of {name} (less start-up) vs the log's bytes",
-                     f"{read / 1e6:.1f} MB vs {size / 1e6:.1f} MB = {read / size:.2f}x", "<= 1.5x",
-                     "PASS" if read <= 1.5 * size else "MISS"))
+                     f"{read / 1e6:.1f} MB vs {size / 1e6:.1f} MB = {read / size:.2f}x", "<= 6x (passes)",
+                     "PASS" if read <= 6 * size else "MISS"))
         rows.append((f"peak memory of {name}", f"{max(r['rss'] for r in runs[name]) / 1e6:.0f} MB "
                      f"(the line: {size / 1e6:.0f} MB)", "info", ""))
         rows.append((f"{name} prints the stored line", "same bytes" if ok else "different bytes", "same",

@@ -8,27 +8,24 @@ Contract kept here:
   O(log size) small reads.
 - A line longer than a chunk is read once, whole: its end is found first (``find``), then
   its bytes are read in one call, so it costs its length, not its length squared, and is
-  held once, not as pieces and their join. Past ``LONG`` bytes that search maps the file
-  (read-only) instead of reading it: the bytes are searched (SIMD, ``store.search``) in the
-  page cache, not copied.
-  Only bytes before a known end of complete lines are mapped, never a torn tail a writer
-  may cut (``append.cut_torn_tail``); a file truncated under a reader by hand may still end
-  that reader (SIGBUS) while it searches one such line.
+  held once, not as pieces and their join. Past ``LONG`` bytes that search reads windows of
+  ``WINDOW`` bytes into one reused buffer and searches them (SIMD, ``store.search``): nothing
+  it looks at is kept. The file is never mapped: a file truncated under a mapping ends its
+  reader (SIGBUS, no error line), and a reader must survive whatever a writer does to a file.
 - Offsets yielded are the offset of the first byte of each line.
 """
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Callable, Iterator
 
-import stringzilla as _sz  # store.search's SIMD search; called directly: it takes a map's memoryview too
+import stringzilla as _sz  # store.search's SIMD search; called directly: it takes a buffer's memoryview too
 
 CHUNK = 1 << 18  # 256 KiB: large enough to amortise a call, small enough to be reused memory
 PROBE = 1 << 13
 SCAN_THRESHOLD = 1 << 16
-LONG = 1 << 18  # a search this far from its start maps the file: a line this long is rare and may be huge
-MAP_WINDOW = 1 << 26  # 64 MiB mapped at a time: the file pages one search holds
+LONG = 1 << 18  # a search this far from its start reads windows: a line this long is rare and may be huge
+WINDOW = 1 << 22  # 4 MiB read at a time into one buffer: the memory one long search holds
 
 
 class Head(bytes):
@@ -46,21 +43,15 @@ def _head(data: bytes, stop: int) -> Head:
 
 def find(fd: int, needle: bytes, start: int, end: int | None = None) -> int:
     """Offset of the first ``needle`` in the file's bytes ``[start, end)`` (``end`` None: to
-    the file's end, read only, never mapped: see the module docstring), -1 if none. Nothing
-    is kept: blocks grow from ``PROBE`` to ``CHUNK``, and past ``LONG`` bytes the file is
-    mapped and searched in place."""
+    the file's end), -1 if none. Nothing is kept: blocks grow from ``PROBE`` to ``CHUNK``, and
+    past ``LONG`` bytes windows are read into one reused buffer (``_find_windows``)."""
     pos, block, keep = start, max(PROBE, 2 * len(needle)), len(needle) - 1
-    mapped = end is not None
     while True:
         want = block if end is None else min(block, end - pos)
         if want < len(needle):
             return -1
-        if mapped and pos - start >= LONG:
-            assert end is not None
-            found = _find_mapped(fd, needle, pos, end)
-            if found is not None:
-                return found
-            mapped = False  # not mappable (a pipe's copy, an odd file system): read on
+        if pos - start >= LONG:
+            return _find_windows(fd, needle, pos, end)
         data = os.pread(fd, want, pos)
         i = data.find(needle)
         if i >= 0:
@@ -73,15 +64,11 @@ def find(fd: int, needle: bytes, start: int, end: int | None = None) -> int:
 
 def rfind(fd: int, needle: bytes, start: int, end: int) -> int:
     """Offset of the last ``needle`` in the file's bytes ``[start, end)``, -1 if none: ``find``
-    backwards (blocks read back from ``end``, the file mapped past ``LONG`` bytes)."""
+    backwards (blocks read back from ``end``, windows past ``LONG`` bytes)."""
     pos, block, keep = end, max(PROBE, 2 * len(needle)), len(needle) - 1
-    mapped = True
     while pos - start >= len(needle):
-        if mapped and end - pos >= LONG:
-            found = _rfind_mapped(fd, needle, start, pos)
-            if found is not None:
-                return found
-            mapped = False
+        if end - pos >= LONG:
+            return _rfind_windows(fd, needle, start, pos)
         n = min(block, pos - start)
         data = os.pread(fd, n, pos - n)
         if len(data) < n:
@@ -94,50 +81,49 @@ def rfind(fd: int, needle: bytes, start: int, end: int) -> int:
     return -1
 
 
-def _map(fd: int, lo: int, hi: int) -> tuple[mmap.mmap, int] | None:
-    """A read-only map of at least the file's bytes ``[lo, hi)`` and the offset it starts at."""
-    base = lo - lo % mmap.ALLOCATIONGRANULARITY
+def _find_windows(fd: int, needle: bytes, pos: int, end: int | None) -> int:
+    """``find`` over ``[pos, end)`` (None: the file's end), ``WINDOW`` bytes at a time read
+    into one buffer; a needle across two windows is still found."""
+    keep = len(needle) - 1
+    buf = bytearray(WINDOW if end is None else max(min(WINDOW, end - pos), len(needle)))
+    view = memoryview(buf)
     try:
-        return mmap.mmap(fd, hi - base, access=mmap.ACCESS_READ, offset=base), base
-    except (OSError, ValueError, OverflowError):
-        return None
+        while end is None or end - pos >= len(needle):
+            want = len(buf) if end is None else min(len(buf), end - pos)
+            n = os.preadv(fd, [view[:want]], pos)
+            if n < len(needle):
+                return -1
+            i = int(_sz.find(view, needle, 0, n))
+            if i >= 0:
+                return pos + i
+            if n < want:
+                return -1  # the file ends here
+            pos += n - keep
+        return -1
+    finally:
+        view.release()
 
 
-def _find_mapped(fd: int, needle: bytes, pos: int, end: int) -> int | None:
-    """``find`` over ``[pos, end)`` through maps of ``MAP_WINDOW`` bytes; None if it cannot map."""
+def _rfind_windows(fd: int, needle: bytes, start: int, end: int) -> int:
+    """``rfind`` over ``[start, end)``, ``WINDOW`` bytes at a time read back from ``end``."""
     keep = len(needle) - 1
-    while end - pos >= len(needle):
-        hi = min(end, pos + MAP_WINDOW)
-        got = _map(fd, pos, hi)
-        if got is None:
-            return None
-        m, base = got
-        with m, memoryview(m) as view:  # the view is let go before the map is closed
-            i = int(_sz.find(view, needle, pos - base, hi - base))
-        if i >= 0:
-            return base + i
-        if hi == end:
-            break
-        pos = hi - keep
-    return -1
-
-
-def _rfind_mapped(fd: int, needle: bytes, start: int, end: int) -> int | None:
-    keep = len(needle) - 1
-    while end - start >= len(needle):
-        lo = max(start, end - MAP_WINDOW)
-        got = _map(fd, lo, end)
-        if got is None:
-            return None
-        m, base = got
-        with m, memoryview(m) as view:
-            i = int(_sz.rfind(view, needle, lo - base, end - base))
-        if i >= 0:
-            return base + i
-        if lo == start:
-            break
-        end = lo + keep
-    return -1
+    buf = bytearray(max(min(WINDOW, end - start), len(needle)))
+    view = memoryview(buf)
+    try:
+        while end - start >= len(needle):
+            lo = max(start, end - len(buf))
+            n = os.preadv(fd, [view[:end - lo]], lo)
+            if n < end - lo:
+                return -1  # the file is shorter than the caller's end: nothing to vouch for
+            i = int(_sz.rfind(view, needle, 0, n))
+            if i >= 0:
+                return lo + i
+            if lo == start:
+                break
+            end = lo + keep
+        return -1
+    finally:
+        view.release()
 
 
 def _read(fd: int, start: int, stop: int) -> bytes | None:
