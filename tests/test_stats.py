@@ -499,7 +499,7 @@ def test_open_calls_are_bounded():
     for i in range(10):
         c.add("acme/a", {"type": "wardrik.tool_call.started", "time": t,
                          "data": {"tool": {"name": "bash", "call": {"id": f"c{i}"}}}})
-    assert len(c.open.items) == 3  # the oldest seven were counted unended and forgotten
+    assert len(c.open) == 3  # the oldest seven were counted unended and forgotten
     c.add("acme/a", {"type": "wardrik.tool_call.completed", "time": t, "data": {"tool": {"call": {"id": "c9"}}}})
     c.add("acme/a", {"type": "wardrik.tool_call.completed", "time": t, "data": {"tool": {"call": {"id": "c0"}}}})
     rows = {r["tool"]: r for r in c.rows()}

@@ -1,7 +1,7 @@
 """`wardrik stats`' fast paths against the plain ones: the dense scan (``read.scan``'s ``lazy``:
-lines of the types read found by byte search, their data decoded alone) gives what reading
-every event through the reader gives, on random logs with corrupt lines, lines out of this
-tool's shape, envelopes that are not plain, and events written inside data."""
+lines of the types read found by byte search, each decoded whole) gives what reading every
+event through the reader gives, on random logs with corrupt lines, lines out of this tool's
+shape, envelopes that are not plain ASCII, and events written inside data."""
 from __future__ import annotations
 
 import os

@@ -63,12 +63,13 @@ from wardrik_cli.protocol.envelope import trace_id_of
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
 
-from orjson import loads as _loads
-
-_DATA_KEY = b',"data":'  # read.scan.DATA_KEY (not imported here: stats loads the reader only when it runs)
 
 BY = ("agent", "run", "model", "tool", "type")
 MAX_OPEN = 100_000
+# The read block of a log (at most; the reader's budget may say less): each log is read alone,
+# and a smaller block and the events decoded from it stay in the CPU's caches (over 1 GB of
+# logs, 64 KiB blocks counted ~4% faster than the reader's 256 KiB).
+BLOCK = 64 << 10
 COLUMNS = ("calls", "failures", "error_rate", "unended", "p50_s", "p95_s", "max_s", "input_tokens",
            "output_tokens", "cost_usd", "unpriced")
 
@@ -210,8 +211,7 @@ class Durations:
             self.values.append(x)
             if len(self.values) > self.EXACT:
                 values, self.values = self.values, None
-                for v in values:
-                    self._bucket(v)
+                self._bucket_all(values)
             return
         self._bucket(x)
 
@@ -221,6 +221,17 @@ class Durations:
         else:
             i = math.ceil(math.log(x) / self._LOG_GAMMA)
             self.buckets[i] = self.buckets.get(i, 0) + 1
+
+    def _bucket_all(self, values: list[float]) -> None:
+        """``_bucket`` of each value, in one loop (a group's exact values going into the sketch)."""
+        tiny, log_gamma, buckets = self.TINY, self._LOG_GAMMA, self.buckets
+        ceil, ln = math.ceil, math.log
+        for x in values:
+            if x <= tiny:
+                self.zeros += 1
+            else:
+                i = ceil(ln(x) / log_gamma)
+                buckets[i] = buckets.get(i, 0) + 1
 
     def merge(self, o: Durations) -> None:
         """Add another group's durations: the same as adding its values after these, one by one."""
@@ -234,11 +245,9 @@ class Durations:
             return
         if self.values is not None:
             values, self.values = self.values, None
-            for v in values:
-                self._bucket(v)
+            self._bucket_all(values)
         if o.values is not None:
-            for v in o.values:
-                self._bucket(v)
+            self._bucket_all(o.values)
         else:
             self.zeros += o.zeros
             for i, k in o.buckets.items():
@@ -362,46 +371,61 @@ class Group:
 
 
 class _Open:
-    """Starts waiting for their end, by (log, id), oldest first; at most ``MAX_OPEN``."""
+    """Starts waiting for their end, by log and id, oldest first; at most ``limit`` per log
+    (a log's table is kept as it empties, so a reader may hold it: ``of``)."""
 
     def __init__(self, on_evict: Callable[[Any], None], limit: int = MAX_OPEN):
-        self.items: OrderedDict[tuple[str, Any], tuple[Any, str]] = OrderedDict()
-        self.by_log: dict[str, set[Any]] = {}
+        self.logs: dict[str, OrderedDict[Any, tuple[Any, str]]] = {}
         self.on_evict, self.limit = on_evict, limit
 
+    def of(self, log: str) -> OrderedDict[Any, tuple[Any, str]]:
+        """The starts open in ``log``: {id: (group, start time)}, oldest first."""
+        mine = self.logs.get(log)
+        if mine is None:
+            mine = self.logs[log] = OrderedDict()
+        return mine
+
+    def __len__(self) -> int:
+        return sum(len(mine) for mine in self.logs.values())
+
+    def items(self) -> Iterator[tuple[str, Any, Any, str]]:
+        """(log, id, group, start time) of every start open, each log's oldest first."""
+        for log, mine in self.logs.items():
+            for ident, (group, time) in mine.items():
+                yield log, ident, group, time
+
     def put(self, log: str, ident: Any, group: Any, time: str) -> None:
-        k = (log, ident)
-        old = self.items.pop(k, None)
+        mine = self.of(log)
+        old = mine.pop(ident, None)
         if old is not None:
             self.on_evict(old[0])  # replaced by a start with the same id: the first never ended
-        self.items[k] = (group, time)
-        self.by_log.setdefault(log, set()).add(ident)
-        if len(self.items) > self.limit:
-            (olog, oid), (ogroup, _t) = self.items.popitem(last=False)
-            self.by_log[olog].discard(oid)
+        mine[ident] = (group, time)
+        if len(mine) > self.limit:
+            _oid, (ogroup, _t) = mine.popitem(last=False)
             self.on_evict(ogroup)
 
     def pop(self, log: str, ident: Any) -> tuple[Any, str] | None:
-        got = self.items.pop((log, ident), None)
-        if got is not None:
-            self.by_log[log].discard(ident)
+        mine = self.logs.get(log)
+        return mine.pop(ident, None) if mine is not None else None
+
+    def drain(self, log: str) -> list[tuple[Any, str]]:
+        """Every start open in ``log``, forgotten."""
+        mine = self.logs.get(log)
+        if not mine:
+            return []
+        got = list(mine.values())
+        mine.clear()
         return got
 
-    def drain(self, log: str) -> Iterator[tuple[Any, str]]:
-        """Every start open in ``log`` (forgotten as they are handed out)."""
-        ids = self.by_log.pop(log, None)
-        for ident in ids or ():
-            got = self.items.pop((log, ident), None)
-            if got is not None:
-                yield got
-
     def forget(self, log: str) -> None:
-        for _started in self.drain(log):
-            pass
+        mine = self.logs.get(log)
+        if mine:
+            mine.clear()
 
     def rest(self) -> Iterator[Any]:
-        for group, _t in self.items.values():
-            yield group
+        for mine in self.logs.values():
+            for group, _t in mine.values():
+                yield group
 
 
 def _ident(v: Any) -> Any:
@@ -464,7 +488,119 @@ class Counter:
         if g is not None:
             g.unended += 1
 
+    # -- reading a scan -------------------------------------------------------------------
+    def read(self, log: str, lines: Iterable[Any], reads: frozenset[str] | None, since: str | None,
+             until: str | None) -> Any:
+        """Count a scan's ``Line``s of one log (``read.scan``: ``event`` None for lines passed
+        over, else the line's event, decoded by orjson), keeping the events of the types
+        read inside the window; the last Line (where the read ended), or None for none."""
+        if self.by == "tool":
+            return self._read_tool(log, lines, since, until)
+        add = self.add
+        line = None
+        for line in lines:
+            ev = line[4]
+            if ev is None:
+                continue  # passed over: not a type read
+            t = ev["time"]
+            if ((reads is not None and ev["type"] not in reads)
+                    or (since is not None and t < since) or (until is not None and t >= until)):
+                continue
+            add(log, ev)
+        return line
+
     # -- tool -------------------------------------------------------------------------------
+    def _read_tool(self, log: str, lines: Iterable[Any], since: str | None, until: str | None) -> Any:
+        """``read`` under ``tool``: ``tool_event`` of each event, inlined (the hot loop of
+        ``stats --by tool``: every call's start and end). The events come from orjson, so a
+        JSON object is exactly a ``dict`` and a subscript by a string passes only through
+        objects: ``data.tool.call.id`` is taken by subscripts when it is a string, and any
+        other event of a call (no such key, a value that is not an object, an id that is not
+        a string) goes to ``tool_event`` itself."""
+        kinds = _TOOL_KINDS
+        groups = self.groups
+        open_ = self.open
+        mine = open_.of(log)  # kept by drain as it empties
+        limit = open_.limit
+        exact, tiny, log_gamma = Durations.EXACT, Durations.TINY, Durations._LOG_GAMMA
+        ceil, ln = math.ceil, math.log
+        fromiso = datetime.fromisoformat
+        line = None
+        for line in lines:
+            ev = line[4]
+            if ev is None:
+                continue  # passed over: not a type read
+            kind = kinds.get(ev["type"])
+            t = ev["time"]
+            if kind is None or (since is not None and t < since) or (until is not None and t >= until):
+                continue
+            if kind == 3:  # a run's end: the calls still open in its log never ended
+                for name, _began in open_.drain(log):
+                    self._unended(name)
+                continue
+            try:
+                tool = ev["data"]["tool"]
+                ident = tool["call"]["id"]
+                if type(ident) is not str:
+                    raise TypeError  # an id of another type: tool_event keys it by its JSON
+            except (KeyError, TypeError):
+                self.tool_event(log, ev["type"], t, _data(ev))
+                continue
+            if kind == 0:
+                name = tool.get("name")
+                if type(name) is not str:
+                    name = None
+                if name not in groups:
+                    groups[name] = Group(t)
+                if ident in mine:
+                    open_.put(log, ident, name, t)  # replaces a start with the same id: counted unended
+                    continue
+                mine[ident] = (name, t)
+                if len(mine) > limit:
+                    _oid, (oname, _t) = mine.popitem(last=False)
+                    self._unended(oname)
+                continue
+            got = mine.pop(ident, None)
+            if got is None:
+                name = tool.get("name")
+                if type(name) is not str:
+                    name = None
+                g = groups.get(name)
+                if g is None:
+                    g = groups[name] = Group(t)
+                g.calls += 1
+                if kind == 2:
+                    g.failures += 1
+                continue
+            name, began = got
+            g = groups.get(name)
+            if g is None:
+                g = groups[name] = Group(t)
+            g.calls += 1
+            if kind == 2:
+                g.failures += 1
+            try:
+                took = (fromiso(t) - fromiso(began)).total_seconds()
+            except (TypeError, ValueError):
+                continue
+            dur = g.durations  # Durations.add, inlined (with _bucket): the same steps
+            values = dur.values
+            if values is not None and len(values) >= exact:
+                dur.add(took)  # the last exact value: the values go into the sketch
+                continue
+            dur.n += 1
+            if dur.max is None or took > dur.max:
+                dur.max = took
+            if values is not None:
+                values.append(took)
+            elif took <= tiny:
+                dur.zeros += 1
+            else:
+                i = ceil(ln(took) / log_gamma)
+                buckets = dur.buckets
+                buckets[i] = buckets.get(i, 0) + 1
+        return line
+
     def _tool(self, log: str, e: dict[str, Any]) -> None:
         self.tool_event(log, e.get("type"), e.get("time", ""), _data(e))
 
@@ -605,8 +741,8 @@ class Counter:
     def dump(self) -> dict[str, Any]:
         """The accumulators, open calls and open runs as JSON types (a stats checkpoint)."""
         return {"groups": [[list(k) if isinstance(k, tuple) else k, g.dump()] for k, g in self.groups.items()],
-                "open": [[lg, i, k, t] for (lg, i), (k, t) in self.open.items.items()],
-                "models": [[lg, i, k, t] for (lg, i), (k, t) in self.models.items.items()],
+                "open": [list(it) for it in self.open.items()],
+                "models": [list(it) for it in self.models.items()],
                 "runs": [[lg, tr, t] for lg, (tr, t) in self.runs.items()]}
 
     def load(self, d: dict[str, Any]) -> None:
@@ -643,7 +779,8 @@ def _g(d: Any, *path: str) -> Any:
     return d
 
 
-_TOOL_TYPES = {t.encode(): t for t in READS["tool"] or ()}
+# What each type read under tool is to ``Counter._read_tool``: a call's start, end, failed end, or a run's end.
+_TOOL_KINDS = {_TOOL_STARTED: 0, _TOOL_COMPLETED: 1, _TOOL_FAILED: 2, _RUN_COMPLETED: 3, _RUN_FAILED: 3}
 
 
 def count(events: Iterable[tuple[str, dict[str, Any]]], by: str, prices: Prices | None = None) -> list[dict[str, Any]]:
@@ -712,11 +849,11 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
     # log's count is what its checkpoint keeps. The reader places the read (its position
     # after a notice of dropped events, the seek to ``since``, gap warnings, corrupt lines
     # told once); the scan is read here directly, lazily (``read.scan``'s dense path): in a
-    # block in this tool's shape only the lines of the types read are found, by one byte
-    # search; under --by tool only their data is decoded (their envelope is checked by the
-    # scan), else the whole line. Every event is then judged as ``Filters.accepts`` would
-    # (its type, and the window, which the seek and ``until`` keep only in a log whose times
-    # are sorted).
+    # block in this tool's shape only the lines of the types read are found, by a byte
+    # search each, and decoded whole (a line read is checked as the reader checks it: one
+    # that is not an event is reported, never counted). ``Counter.read`` then judges every
+    # event as ``Filters.accepts`` would (its type, and the window, which the seek and
+    # ``until`` keep only in a log whose times are sorted).
     for log in logs:
         with Reader([log], None, filters=filters, deployment=deployment, on_corrupt=on_corrupt, warn=warn) as reader:
             name = log.name
@@ -734,7 +871,6 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                     start, pos, exact = ck.offset, ck.seq, True
                 except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                     c, ck = Counter(by, prices), None  # not this code's form: counted from scratch
-            add = c.add
             _accepts, on_gap = reader.judge(name)
             skipped = 0
             told_reader = reader.on_corrupt
@@ -743,39 +879,13 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                 nonlocal skipped
                 skipped += 1
                 tell(e)
-            tool_event = c.tool_event if by == "tool" else None
-            tool_types, loads = _TOOL_TYPES, _loads
-            last_raw: bytes | None = None
-            last_end = last_seq = 0
-            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until,
-                             on_corrupt=told if told_reader is not None else None,
-                             on_gap=on_gap, gap_from_start=exact, block=reader.block, lazy=True):
-                offset, raw, last_seq, t, ev, last_end, span = line
-                last_raw = raw
-                if ev is None:
-                    if span:
-                        continue  # passed over: not a type read
-                    if tool_event is not None:  # --by tool: its envelope read from bytes, its data decoded alone
-                        j = raw.find(b'"', 73)
-                        typ = tool_types.get(raw[73:j])
-                        if typ is not None:
-                            try:
-                                d = loads(raw[raw.find(_DATA_KEY, j) + 8:-1])
-                            except ValueError:
-                                d = None  # not an event: decoded whole below, and reported
-                            if d is not None:
-                                if (since is None or t >= since) and (until is None or t < until):
-                                    tool_event(name, typ, t, d if type(d) is dict else {})
-                                continue
-                    ev = view.decode_or_report(offset, raw, told if told_reader is not None else None)
-                    if ev is None:
-                        continue
-                t = ev["time"]
-                if ((reads is not None and ev["type"] not in reads)
-                        or (since is not None and t < since) or (until is not None and t >= until)):
-                    continue
-                add(name, ev)
-            if (keep and skipped == 0 and last_raw is not None and last_seq > (ck.seq if ck else 0)
+            lines = scan(view, start, view.end, test=test, after_seq=pos, until=until,
+                         on_corrupt=told if told_reader is not None else None, on_gap=on_gap, gap_from_start=exact,
+                         block=min(reader.block, BLOCK), lazy=True)
+            last = c.read(name, lines, reads, since, until)
+            if last is not None:
+                last_raw, last_seq, last_end = last[1], last[2], last[5]
+            if (keep and skipped == 0 and last is not None and last_seq > (ck.seq if ck else 0)
                     and log.root.path.is_dir()):
                 ckpt.save(log, view, vname, version, last_seq, last_end, last_raw, orjson.dumps(c.dump()))
             c.finish()

@@ -23,30 +23,31 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
 - ``once``: read one block only (a merge takes a span of a log at a time).
 - ``lazy`` (a test of types only: no needles): the dense path. In every block in this
-  tool's shape (as above, whatever share of its lines is wanted), the lines of a wanted type
-  are found by one byte search for ``{"specversion":"1.0","id":"<36 bytes>","type":"<type>",
-  "source":"`` starting a line (a type written inside data is never at a line's start).
-  A found line whose envelope is *plain* comes undecoded (``event`` None, ``span`` 0, its
-  ``seq`` and ``time`` read from its bytes): plain means every byte before its data is
-  checked (id, source, subject and time strings of printable ASCII without ``"`` or ``\\``,
-  a 12-digit sequence, a W3C traceparent or none, then ``,"data":``), so the envelope is
-  valid JSON, and the line is an event exactly when ``raw[raw.find(DATA_KEY, 73) + 8:-1]``
-  decodes: the caller decodes that (and, when it does not, the whole line, to report it).
-  Any other found line is decoded here, as a line out of shape is. Lines of other types in
-  such a block are passed over, as by the sparse path; blocks not in shape are read line by
-  line, as without ``lazy``.
+  tool's shape whose sequences run on and that ends before ``until`` and ``at`` (as above,
+  whatever share of its lines is wanted), the lines of a wanted type are found by a byte
+  search for ``","type":"<type>"`` at a line's type offset (right after ``HEAD`` and a
+  36-byte id: a type written inside data is never there), and each is decoded whole, as
+  any line handed out is (so a line that is not an event is reported as anywhere else).
+  A family of wanted types (``wardrik.tool_call.``) whose every stored type is wanted is
+  one search for ``","type":"<family>``: a line of another type in it (a live type another
+  tool stored) comes out too, and the caller judges its type, as it judges every event.
+  Lines of other types in such a block are passed over, as by the sparse path; blocks not
+  in shape are read line by line, as without ``lazy``.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 from collections.abc import Callable, Iterator
 
 from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.protocol.catalogue import AUDIT, KEPT, catalogue
 from wardrik_cli.read.filters import LineTest
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import HEAD, LogView, block_shape, decode_event, peek
 from wardrik_cli.store.search import count, find, rfind
+
+from orjson import loads as _loads
+from stringzilla import find as _sz_find
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
 OnGap = Callable[[int, int], None]
@@ -61,8 +62,7 @@ class Line(NamedTuple):
     time: str
     event: dict[str, Any] | None  # None: not decoded (ruled out): it only moves a position
     end: int  # where the next line starts
-    span: int  # how many lines this stands for (a run passed over unread: more than 1; 0: a line of a
-    # wanted type handed out undecoded, by a ``lazy`` scan only)
+    span: int  # how many lines this stands for (a run passed over unread: more than 1)
 
 
 # Lines are made with tuple.__new__ directly: a NamedTuple's own __new__ is Python code, and
@@ -105,10 +105,32 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
             summary = _in_shape(data, size, n_lines, until, at, pos, armed)
             if summary is not None:
                 if picker is not None:
-                    got = _picked(data, size, block_off, picker, pos, decode)
-                    if got:
-                        pos = got[-1][2]
-                        yield from got
+                    # The block's lines of a wanted type (``_starts``), decoded, in order: the
+                    # hot loop of a dense read, inlined here (one generator per line, not two).
+                    find_nl = data.find
+                    for s in _starts(data, size, picker):
+                        e = find_nl(b"\n", s, size)  # a line is short: bytes' own memchr is enough
+                        raw = data[s:e]
+                        event: dict[str, Any] | None = None
+                        if fast:  # decode_event inlined (its checks): one call per line, not two
+                            try:
+                                event = _loads(raw)
+                                sq = event["sequence"]
+                                seq = int(sq)  # passes strings and numbers only; len() refuses numbers
+                                if (len(sq) != 12 or not sq.isascii() or not sq.isdigit()
+                                        or type(event["type"]) is not str
+                                        or type(event["time"]) is not str):
+                                    raise ValueError
+                            except (ValueError, KeyError, TypeError):
+                                event = None
+                        if event is None:
+                            event = decode(block_off + s, raw)  # says why (or raises); a custom decode's own word
+                            if event is None:
+                                continue
+                            seq = int(event["sequence"])
+                        if seq > pos:
+                            pos = seq
+                            yield _new(Line, (block_off + s, raw, seq, event["time"], event, block_off + e + 1, 1))
                 else:
                     found = 0
                     for line in _hits(data, size, block_off, test, markers, pos, decode):
@@ -247,52 +269,41 @@ def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes
         yield _new(Line, (base + line_start, raw, seq, ev["time"], ev, base + line_end + 1, 1))
 
 
-# A JSON string's bytes that need no decoding: printable ASCII but the quote and the backslash.
-PLAIN = rb'[ !#-\[\]-~]'
-DATA_KEY = b',"data":'
+def _picker(wanted: frozenset[bytes]) -> list[bytes] | None:
+    """The bytes that stand at a line's type offset (``_TYPE_AT``) when the line is of a wanted
+    type (only prefixed types can be a stored line's own type); None when none can. A family
+    (a type up to its last dot, ``wardrik.tool_call.``) of several wanted types, whose every
+    stored type is wanted, is one search for its prefix, not one per type: a line of another
+    type in it (a live type another tool stored) is found too, and judged by the caller."""
+    types = {t for t in wanted if t.startswith(b"wardrik.")}
+    stored = [e.full.encode() for e in catalogue() if e.kind in (KEPT, AUDIT)]
+    families: dict[bytes, list[bytes]] = {}
+    for t in types:
+        families.setdefault(t[:t.rindex(b".") + 1], []).append(t)
+    markers = []
+    for family, members in families.items():
+        if len(members) > 1 and all(t in types for t in stored if t.startswith(family)):
+            markers.append(b'","type":"' + family)
+        else:
+            markers += [b'","type":"' + t + b'"' for t in members]
+    # A marker another one starts with finds nothing more: each line is then found once.
+    return sorted(m for m in markers if not any(o != m and m.startswith(o) for o in markers)) or None
 
 
-def _picker(wanted: frozenset[bytes]) -> re.Pattern[bytes] | None:
-    """The byte pattern of a line of a wanted type in this tool's shape, up to its source key
-    (only prefixed types can be a stored line's own type; group 1: the id when it is plain),
-    then, when the rest of its envelope is plain (the source, subject and time plain strings,
-    the sequence 12 digits, a W3C traceparent or none, then the data key), its time and
-    sequence (groups 2 and 3). None when no type can be found so."""
-    types = sorted(t for t in wanted if t.startswith(b"wardrik."))
-    if not types:
-        return None
-    return re.compile(re.escape(HEAD) + rb"(?=(" + PLAIN + rb'{36})?)[^\n]{36}' + re.escape(b'","type":"') + rb"(?:"
-                      + b"|".join(re.escape(t) for t in types) + rb")" + re.escape(b'","source":"')
-                      + rb'(?:' + PLAIN + rb'*","subject":"' + PLAIN + rb'*","time":"(' + PLAIN
-                      + rb'{27})","sequence":"([0-9]{12})"(?:,"traceparent":"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-'
-                      rb'[0-9a-f]{2}")?' + re.escape(DATA_KEY) + rb')?')
-
-
-def _picked(data: bytes, size: int, base: int, picker: re.Pattern[bytes], pos: int,
-            decode: Decode) -> list[Line]:
-    """The block's lines of a wanted type in order (the block is in shape and its sequences
-    run on: see _in_shape): undecoded when their envelope is plain, else decoded. A match
-    that does not start a line is in some data. A list: the hot loop of a dense read."""
-    out: list[Line] = []
-    add = out.append
-    for m in picker.finditer(data, 0, size):
-        s = m.start()
-        if s and data[s - 1] != 10:  # not at a line's start: an event written inside data
-            continue
-        e = find(data, b"\n", s, size)
-        ident, t, sq = m.group(1, 2, 3)
-        if sq is None or ident is None:  # not plain: decoded, as any line the byte look cannot judge
-            raw = data[s:e]
-            ev = decode(base + s, raw)
-            if ev is None:
-                continue
-            seq = int(ev["sequence"])
-            if seq > pos:
-                pos = seq
-                add(_new(Line, (base + s, raw, seq, ev["time"], ev, base + e + 1, 1)))
-            continue
-        seq = int(sq)
-        if seq > pos:
-            pos = seq
-            add(_new(Line, (base + s, data[s:e], seq, t.decode(), None, base + e + 1, 0)))
-    return out
+def _starts(data: bytes, size: int, picker: list[bytes]) -> list[int]:
+    """Starts of the block's lines whose type offset holds one of ``picker``'s markers, in
+    order. The block is in shape (see _in_shape): every line starts with HEAD, so a marker
+    found at ``_TYPE_AT`` from a line's start is that line's own type; one found elsewhere is
+    in some data."""
+    at = _TYPE_AT
+    starts: list[int] = []
+    add = starts.append
+    for m in picker:
+        i = _sz_find(data, m, at, size)  # StringZilla itself, not store.search's wrapper: a call per hit
+        while i >= 0:
+            if i == at or data[i - at - 1] == 10:
+                add(i - at)
+            i = _sz_find(data, m, i + 1, size)
+    if len(picker) > 1:
+        starts.sort()
+    return starts
