@@ -137,3 +137,21 @@ def test_a_recorded_time_that_is_not_a_time_is_not_used(root):
     notice = [e for e in jsonl(run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root).stdout)
               if e["type"] == DROPPED][0]
     assert notice["time"].startswith("2026-10-22T09:00:0")  # the event after the hole's
+
+
+def test_with_a_filter_the_notice_is_dated_and_placed_by_the_event_after_the_hole(root):
+    """Lines a filter passes over are not handed out one by one; the one after a hole is, so
+    the notice takes its time (none recorded) and its place among other logs' events."""
+    _holed(root, n=12, hole=(4, 9), time=None)
+    write_log(root / "acme" / "b.jsonl", 12, start=START, pad=20, log_id="acme/b")
+    plain = [e for e in jsonl(run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root).stdout)]
+    after_hole = plain[4]
+    assert after_hole["sequence"] == "000000000010" and plain[3]["type"] == DROPPED
+    p = run_cli("page", "acme/*", "-t", "run.started", "--all", "-F", "jsonl", root=root)
+    [notice] = jsonl(p.stdout)  # every event is filtered out but the notice
+    assert notice["time"] == after_hole["time"] and notice["id"] == plain[3]["id"]
+    p = run_cli("page", "acme/*", "--where", "subject=agents/acme/a", "--all", "-F", "jsonl", root=root)
+    got = jsonl(p.stdout)
+    times = [e["time"] for e in got]
+    assert times == sorted(times) and [e["sequence"] if e["type"] != DROPPED else "n" for e in got] == \
+        ["000000000001", "000000000002", "000000000003", "n", "000000000010", "000000000011", "000000000012"]

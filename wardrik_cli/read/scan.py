@@ -17,7 +17,8 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
   test's bytes, and decoded: a rare match costs a byte search, not a look at every line.
 - ``on_gap(before, after)``: told when the sequence jumps (``before`` read, ``after`` next,
   events in between missing): from the first line on, or from ``after_seq`` when
-  ``gap_from_start`` (the caller's position is exact). The read goes on.
+  ``gap_from_start`` (the caller's position is exact). The read goes on, and the next ``Line``
+  is the one after the hole (a line passed over comes on its own, with its own time).
 - A complete line that is not an event goes to ``decode`` (default: ``CorruptLedger``, or
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
@@ -165,7 +166,16 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                     if (until is not None and t >= until) or (at is not None and seq > at):
                         break
                     if armed and seq != pos + 1:
+                        # A hole: the run passed over so far ends before it, and the line after it
+                        # comes on its own, so what the caller does about the hole (an
+                        # events.dropped for a recorded gap) goes at that line's place and time.
+                        if skipped is not None:
+                            yield _new(Line, (skipped[0], skipped[1], skipped[2], skipped[3], None, here, n_skipped))
+                            skipped, n_skipped = None, 0
                         on_gap(pos, seq)  # type: ignore[misc]
+                        pos = seq
+                        yield _new(Line, (here, raw, seq, t, None, off, 1))
+                        continue
                     pos, armed = seq, on_gap is not None
                     skipped, n_skipped = (here, raw, seq, t), n_skipped + 1
                     continue
