@@ -233,14 +233,15 @@ def _in_shape(data: bytes, size: int, n_lines: int, until: str | None, at: int |
     return seq, t, last_start, last_raw
 
 
-def _line_starts(data: bytes, size: int, needle: bytes, at_type: bool = False) -> set[int]:
-    """Starts of the lines of ``data[:size]`` that hold ``needle`` (at the type's offset)."""
+def _line_starts(data: bytes, size: int, needle: bytes) -> set[int]:
+    """Starts of the lines of ``data[:size]`` that hold ``needle`` anywhere: a type's marker
+    away from the type's offset may still be the event's own type (an id that is not 36
+    characters, keys in another order, a repeated key: lines another tool wrote), so the line
+    is decoded and judged rather than passed over."""
     starts: set[int] = set()
     i = find(data, needle, 0, size)
     while i >= 0:
-        line_start = rfind(data, b"\n", 0, i) + 1
-        if not at_type or i - line_start == _TYPE_AT:  # the event's own type, not one in its data
-            starts.add(line_start)
+        starts.add(rfind(data, b"\n", 0, i) + 1)
         i = find(data, needle, i + 1, size)
     return starts
 
@@ -252,7 +253,7 @@ def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes
     if test.wanted is not None:
         cands = set()
         for m in markers:
-            cands |= _line_starts(data, size, m, at_type=True)
+            cands |= _line_starts(data, size, m)
     if test.needles and (cands is None or cands):
         odd: set[int] = set()
         for e in test.escapes:
@@ -301,19 +302,27 @@ def _picker(wanted: frozenset[bytes]) -> list[bytes] | None:
 
 
 def _starts(data: bytes, size: int, picker: list[bytes]) -> list[int]:
-    """Starts of the block's lines whose type offset holds one of ``picker``'s markers, in
-    order. The block is in shape (see _in_shape): every line starts with HEAD, so a marker
-    found at ``_TYPE_AT`` from a line's start is that line's own type; one found elsewhere is
-    in some data."""
+    """Starts of the block's lines that hold one of ``picker``'s markers, in order, once each.
+    The block is in shape (see _in_shape): every line starts with HEAD, so a marker found at
+    ``_TYPE_AT`` from a line's start is that line's own type; one found elsewhere is most
+    often in some data, but may be the line's own type when another tool wrote it (an id
+    that is not 36 characters, keys in another order, a repeated key), so its line is found
+    too, and judged by the caller once decoded."""
     at = _TYPE_AT
     starts: list[int] = []
     add = starts.append
+    odd = False
     for m in picker:
         i = _sz_find(data, m, at, size)  # StringZilla itself, not store.search's wrapper: a call per hit
         while i >= 0:
             if i == at or data[i - at - 1] == 10:
                 add(i - at)
+            else:
+                add(rfind(data, b"\n", 0, i) + 1)
+                odd = True
             i = _sz_find(data, m, i + 1, size)
+    if odd:
+        return sorted(set(starts))
     if len(picker) > 1:
         starts.sort()
     return starts

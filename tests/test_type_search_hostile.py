@@ -1,0 +1,57 @@
+"""A type filter finds a line of its type that another tool wrote in another shape: an id that
+is not 36 characters, keys in another order, the type key repeated (the last one counts). The
+block search looks for the type at its usual place; a line whose marker is elsewhere is decoded
+and judged, never passed over unseen. (`page -t` and `stats`, whose dense path searches too.)"""
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from conftest import jsonl, run_cli
+from ledgergen import START, write_log
+
+FAILED = "wardrik.tool_call.failed"
+
+
+def _plant(root, make):
+    path = root / "acme" / "a.jsonl"
+    write_log(path, 40, start=START, pad=40, log_id="acme/a")  # tool_call.completed events
+    lines = path.read_bytes().splitlines(keepends=True)
+    ev = orjson.loads(lines[20])
+    lines[20] = make(ev) + b"\n"
+    path.write_bytes(b"".join(lines))
+    return ev
+
+
+def _short_id(ev):
+    ev["id"] = ev["id"][:35]
+    ev["type"] = FAILED
+    ev["data"]["error"] = {"type": "x", "message": "m"}
+    return orjson.dumps(ev)
+
+
+def _keys_reordered(ev):
+    ev["type"] = FAILED
+    ev["data"]["error"] = {"type": "x", "message": "m"}
+    out = {"specversion": ev.pop("specversion"), "id": ev.pop("id"), "source": ev.pop("source")}
+    out.update(ev)  # type after source
+    return orjson.dumps(out)
+
+
+def _repeated_type(ev):
+    ev["data"]["error"] = {"type": "x", "message": "m"}
+    raw = orjson.dumps(ev)  # type completed at the usual place...
+    return raw[:-1] + b',"type":"' + FAILED.encode() + b'"}'  # ...and failed last: the last one counts
+
+
+@pytest.mark.parametrize("make", [_short_id, _keys_reordered, _repeated_type])
+def test_a_type_filter_finds_a_line_written_in_another_shape(root, make):
+    _plant(root, make)
+    p = run_cli("page", "acme/a", "-t", "tool_call.failed", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0, p.stderr
+    got = jsonl(p.stdout)
+    assert [e["sequence"] for e in got] == ["000000000021"] and got[0]["type"] == FAILED
+    s = run_cli("stats", "acme/a", "--by", "tool", "-o", "json", root=root)  # the dense path: tool_call.*
+    assert s.returncode == 0, s.stderr
+    groups = orjson.loads(s.stdout)["groups"]
+    assert sum(g["calls"] for g in groups) == 40 and sum(g["failures"] for g in groups) == 1, groups
