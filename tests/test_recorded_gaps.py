@@ -155,3 +155,36 @@ def test_with_a_filter_the_notice_is_dated_and_placed_by_the_event_after_the_hol
     times = [e["time"] for e in got]
     assert times == sorted(times) and [e["sequence"] if e["type"] != DROPPED else "n" for e in got] == \
         ["000000000001", "000000000002", "000000000003", "n", "000000000010", "000000000011", "000000000012"]
+
+
+def _covered_slowly(gaps, before, after):
+    """covered() by its definition, one sequence at a time."""
+    found, rest, at = [], [], before + 1
+    while at < after:
+        g = gaps.get(at)
+        if g is not None and g.last < after:
+            found.append(g)
+            at = g.last + 1
+            continue
+        if rest and rest[-1][1] == at - 1:
+            rest[-1] = (rest[-1][0], at)
+        else:
+            rest.append((at, at))
+        at += 1
+        while at < after and at not in gaps:
+            rest[-1] = (rest[-1][0], at)
+            at += 1
+    return found, rest
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(1, 60), st.integers(0, 12)), max_size=12),
+       before=st.integers(0, 60), width=st.integers(1, 40))
+def test_covered_is_its_definition(spans, before, width):
+    gaps = {f: RecordedGap(f, f + n, None) for f, n in spans}
+    after = before + width
+    assert covered(gaps, before, after) == _covered_slowly(gaps, before, after)
+    assert covered(gaps, before, after, sorted(gaps)) == _covered_slowly(gaps, before, after)

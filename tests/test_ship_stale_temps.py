@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from conftest import run_cli
 from wardrik_cli.store.ship_slots import STALE_TMP_S
@@ -77,3 +78,51 @@ def test_a_tool_folder_that_is_a_link_is_not_swept(tmp_path):
     os.symlink(outside, r / ".wardrik")
     clean_stale(Root(r))
     assert bait.read_bytes() == b"precious"
+
+
+def _stale_sweep_temp(log: Path) -> Path:
+    from wardrik_cli.store.retention import TMP_SUFFIX
+
+    p = log.with_name(f".{log.name}{TMP_SUFFIX}")
+    p.write_bytes(b"half a copy")
+    return p
+
+
+def test_a_root_given_through_a_link_is_cleaned(tmp_path):
+    """The root may be a link (the operator's choice): a killed sweep's temp beside a log is
+    still removed, else every later sweep of that log fails on it."""
+    r = tmp_path / "real"
+    run_cli("init", root=r, check=True)
+    run_cli("append", "acme/a", "trigger.fired", "--data", '{"trigger": {"name": "t"}}', root=r, check=True)
+    left = _stale_sweep_temp(r / "acme" / "a.jsonl")
+    link = tmp_path / "link"
+    os.symlink(r, link)
+    p = run_cli("compact", "--retention", "30d", root=link)
+    assert p.returncode == 0, p.stderr
+    assert not left.exists()
+
+
+def test_thousands_of_folders_under_a_low_open_files_limit(tmp_path):
+    """One folder open per level, not one per sibling: 400 agent folders, each with a killed
+    sweep's temp, are all cleaned by a compact allowed 64 open files."""
+    import resource
+    import subprocess
+
+    from conftest import WARDRIK
+
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    temps = []
+    for i in range(400):
+        log = r / f"team{i:03d}" / "a.jsonl"
+        log.parent.mkdir()
+        log.write_bytes(b"")
+        temps.append(_stale_sweep_temp(log))
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    p = subprocess.run([WARDRIK, "--root", str(r), "compact", "-q", "--retention", "30d"], preexec_fn=low,
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert [t for t in temps if t.exists()] == []

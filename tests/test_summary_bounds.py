@@ -23,3 +23,19 @@ def test_pretty_page_of_a_huge_event_prints_one_short_row(root):
     assert p.returncode == 0, p.stderr
     rows = [line for line in p.stdout.decode().splitlines() if "message.completed" in line]
     assert len(rows) == 1 and len(rows[0]) <= 100
+
+
+def test_a_value_nested_too_deep_for_json_dumps_is_shown_as_such(root):
+    """orjson reads 1,023 levels of nesting; Python's json.dumps (the summaries' readable
+    form) stops near 1,000: the row says so instead of failing the page."""
+    import orjson
+
+    run_cli("append", "acme/d", "run.started", "--data", '{"task": "t"}', root=root, check=True)
+    path = root / "acme" / "d.jsonl"
+    ev = orjson.loads(path.read_bytes())
+    ev["type"], ev["sequence"] = "wardrik.zzz.unknown", "000000000002"
+    line = orjson.dumps(ev).replace(b'"data":{', b'"data":{"x":' + b"[" * 990 + b"]" * 990 + b",", 1)
+    path.write_bytes(path.read_bytes() + line + b"\n")
+    p = run_cli("page", "acme/d", "-o", "pretty", root=root)
+    assert p.returncode == 0, p.stderr
+    assert b"nested too deep" in p.stdout and b"internal error" not in p.stderr

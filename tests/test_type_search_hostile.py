@@ -55,3 +55,21 @@ def test_a_type_filter_finds_a_line_written_in_another_shape(root, make):
     assert s.returncode == 0, s.stderr
     groups = orjson.loads(s.stdout)["groups"]
     assert sum(g["calls"] for g in groups) == 40 and sum(g["failures"] for g in groups) == 1, groups
+
+
+def test_a_repeated_type_key_is_read_as_the_last_one_on_every_path(root):
+    """A line whose type key is repeated (the last one counts, as for any JSON reader here),
+    among lines in another shape, so the block is read line by line: `-t` of the last type
+    finds it, `-t` of the first does not."""
+    path = root / "acme" / "a.jsonl"
+    write_log(path, 12, start=START, pad=40, log_id="acme/a")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[4] = lines[4].replace(b',"data":', b',"type":"' + FAILED.encode() + b'","data":', 1)  # failed last
+    ev = orjson.loads(lines[1])  # line 2 in another key order: the block is not in this tool's shape
+    lines[1] = orjson.dumps(dict(reversed(list(ev.items())))) + b"\n"
+    path.write_bytes(b"".join(lines))
+    assert orjson.loads(lines[4])["type"] == FAILED
+    p = run_cli("page", "acme/a", "-t", "tool_call.failed", "--all", "-F", "jsonl", root=root)
+    assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000005"], p.stderr
+    p = run_cli("page", "acme/a", "-t", "tool_call.completed", "--all", "-F", "jsonl", root=root)
+    assert "000000000005" not in [e["sequence"] for e in jsonl(p.stdout)]

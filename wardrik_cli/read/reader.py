@@ -131,8 +131,10 @@ def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[Rec
     if not gaps:
         return (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
 
+    firsts = sorted(gaps)
+
     def on_gap(before: int, after: int) -> None:
-        found, rest = covered(gaps, before, after)
+        found, rest = covered(gaps, before, after, firsts)
         for g in found:
             if pending is not None:
                 pending.append(g)

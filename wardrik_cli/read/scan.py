@@ -158,7 +158,10 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
             off += len(raw) + 1
             if test is not None:
                 p = peek(raw)
-                if p is not None and (not test.type_ok(p[0]) or not test.may_match(raw)):
+                # peek's type is the first; a repeated key's last one is the event's (orjson's
+                # reading): a type rules a line out only when no other "type" is in it
+                if p is not None and ((not test.type_ok(p[0]) and raw.find(b'"type"', 73) < 0)
+                                      or not test.may_match(raw)):
                     seq = int(p[1])
                     if seq <= pos:
                         continue

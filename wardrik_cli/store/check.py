@@ -98,6 +98,7 @@ def check_log(log: Log) -> Iterator[Problem]:
             prev_hash = wm.hash if wm else None
         line_no = 0
         recorded: dict[int, RecordedGap] | None = None  # read when the first hole is met
+        firsts: list[int] = []  # its first sequences, sorted (recorded_gaps.covered)
         for off, raw in view.iter_raw(0):
             line_no += 1
             this_hash = hashlib.sha256(raw + b"\n").hexdigest() if log.is_audit else None
@@ -120,7 +121,8 @@ def check_log(log: Log) -> Iterator[Problem]:
                 if seq > expect:
                     if recorded is None:
                         recorded = read_gaps(log.root, log.state_key) if any_recorded(log.root) else {}
-                    found, rest = covered(recorded, expect - 1, seq)
+                        firsts = sorted(recorded)
+                    found, rest = covered(recorded, expect - 1, seq, firsts)
                     for a, b in rest:
                         yield Problem(path, line_no, off, f"sequence gap: {ev['sequence']} follows {expect - 1:012d} "
                                       f"({b - a + 1} missing" + (")" if not found else

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from wardrik_cli.errors import NotRegular
 
+MAX_DEPTH = 128  # folders below the one swept: a log id (at most 200 characters) has fewer
+
 
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
@@ -168,11 +170,14 @@ def writable_dir(path: Path) -> bool:
 def remove_below(base: Path, parts: tuple[str, ...], pick: Callable[[os.DirEntry[str]], bool], *,
                  recurse: Callable[[str], bool] | None = None) -> list[Path]:
     """Remove the files ``pick`` chooses in the folder ``base/parts...`` (and, where ``recurse``
-    says so, in its sub-folders), never following a symbolic link: each folder is opened
-    relative to the one above it with ``O_NOFOLLOW``, and files are removed by name in it, so
-    a link planted anywhere on the way (``.wardrik -> /etc``) leads nowhere. Returns what was
-    removed; a folder that is missing or is a link is passed over."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    says so, in its sub-folders), never following a symbolic link below ``base``: each folder
+    is opened relative to the one above it with ``O_NOFOLLOW``, and files are removed by name
+    in it, so a link planted on the way (``.wardrik -> /etc``) leads nowhere. ``base`` itself
+    (the root) may be a link: that is the operator's choice. One folder is open per level, never
+    one per sibling (thousands of agent folders stay within the open-files limit), and folders
+    deeper than a log id can reach (``MAX_DEPTH``) are not walked. Returns what was removed; a
+    folder that is missing or is a link is passed over."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
     removed: list[Path] = []
     try:
         fd = os.open(base, flags)
@@ -180,33 +185,45 @@ def remove_below(base: Path, parts: tuple[str, ...], pick: Callable[[os.DirEntry
         return removed
     try:
         for part in parts:
-            sub = os.open(part, flags, dir_fd=fd)
+            sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = sub
     except OSError:
         os.close(fd)
         return removed
-    stack = [(fd, base.joinpath(*parts))]
+    # frames: (folder fd, its path as shown, sub-folders still to walk; None: not listed yet)
+    stack: list[tuple[int, Path, list[str] | None]] = [(fd, base.joinpath(*parts), None)]
     while stack:  # a stack, not recursion: a hostile tree of deep folders cannot exhaust it
-        dfd, shown = stack.pop()
-        try:
-            with os.scandir(dfd) as it:
-                entries = list(it)
+        dfd, shown, todo = stack[-1]
+        if todo is None:
+            todo = []
+            try:
+                with os.scandir(dfd) as it:
+                    entries = list(it)
+            except OSError:
+                entries = []
             for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    if recurse is not None and recurse(e.name):
-                        try:
-                            stack.append((os.open(e.name, flags, dir_fd=dfd), shown / e.name))
-                        except OSError:
-                            pass
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if recurse is not None and len(stack) <= MAX_DEPTH and recurse(e.name):
+                        todo.append(e.name)
                 elif pick(e):
                     try:
                         os.unlink(e.name, dir_fd=dfd)
                         removed.append(shown / e.name)
                     except OSError:
                         pass
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+            stack[-1] = (dfd, shown, todo)
+        if todo:
+            name = todo.pop()
+            try:
+                stack.append((os.open(name, flags | os.O_NOFOLLOW, dir_fd=dfd), shown / name, None))
+            except OSError:
+                pass
+            continue
+        os.close(dfd)
+        stack.pop()
     return removed

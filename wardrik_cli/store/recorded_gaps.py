@@ -88,11 +88,15 @@ def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap], *, durable: 
     write_atomic(path, orjson.dumps(body), durable=durable)
 
 
-def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list[RecordedGap], list[tuple[int, int]]]:
+def covered(gaps: dict[int, RecordedGap], before: int, after: int, firsts: list[int] | None = None
+            ) -> tuple[list[RecordedGap], list[tuple[int, int]]]:
     """For a hole between sequences ``before`` and ``after`` (both read): the recorded gaps that
-    fill it, in order, and the runs (first, last) no record covers, adjacent ones merged. Each
-    step is a bisection: a hostile file of many records costs its size, not its square."""
-    firsts = sorted(f for f in gaps if before < f < after)
+    fill it, in order, and the runs (first, last) no record covers, adjacent ones merged.
+    ``firsts``: ``sorted(gaps)``, made once per log by a caller that meets many holes. Each step
+    is a bisection: a hostile file of many records, and a log of many holes, cost their sizes,
+    not their product."""
+    if firsts is None:
+        firsts = sorted(gaps)
     found: list[RecordedGap] = []
     rest: list[tuple[int, int]] = []
     at = before + 1
@@ -104,7 +108,7 @@ def covered(gaps: dict[int, RecordedGap], before: int, after: int) -> tuple[list
             continue
         # no record that fits starts here: unrecorded up to the next record inside the hole
         i = bisect_right(firsts, at)
-        nxt = firsts[i] if i < len(firsts) else after
+        nxt = min(firsts[i], after) if i < len(firsts) else after
         if rest and rest[-1][1] == at - 1:
             rest[-1] = (rest[-1][0], nxt - 1)
         else:

@@ -64,6 +64,8 @@ def one_line(text: Any) -> str:
             text = json.dumps(text, ensure_ascii=False, separators=(", ", ": "), default=str)
         except (TypeError, ValueError):
             text = str(text)
+        except RecursionError:  # nested deeper than Python's stack (orjson reads 1,024 levels)
+            text = "[nested too deep to show; see -o jsonl]"
     cut = len(text) > LONGEST
     if cut:
         text = text[:LONGEST]
