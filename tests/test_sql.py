@@ -312,6 +312,7 @@ def test_help_lists_the_views():
     ("select * from events where time >= DATE '2026-12-01'", None, "2026-12-01"),
     ("select * from events where time >= TIMESTAMPTZ '2026-11-28 23:00:00-10'", None, "2026-11-29"),
     ("select * from events where time >= CAST('2026' AS INTEGER)", None, None),  # not a time cast: no bound
+    ("select * from events where time >= 'CAST:DATE:2026-01-01'", None, None),  # a string, read as the query does
     ("select * from events where log = CAST('a' AS VARCHAR)", {"a"}, None),
     ("select * from events where log = CAST('1' AS INTEGER)", None, None),
     # never narrowed: anything but a plain SELECT over one view, filtered by constants

@@ -333,13 +333,13 @@ def _cast_of(x: Any) -> tuple[Any, str]:
     return x, ""
 
 
-def _time_text(x: Any) -> str | None:
-    """A time bound's constant, written as the cast the scope must read it through: ``text``
-    or ``CAST:TYPE:text``; None for anything else."""
+def _time_text(x: Any) -> tuple[str, str] | None:
+    """A time bound's constant and the type the scope must read it through (one of
+    ``_TIME_CASTS``' values); None for anything else."""
     inner, cast = _cast_of(x)
     as_type = _TIME_CASTS.get(cast)
     v = _constant(inner) if as_type is not None else None
-    return None if v is None else (v if as_type == "TIMESTAMPTZ" else f"CAST:{as_type}:{v}")
+    return None if v is None or as_type is None else (v, as_type)
 
 
 def _text(x: Any) -> str | None:
@@ -363,7 +363,7 @@ def _ids(values: list[str]) -> frozenset[str]:
 
 
 def _restrict(x: Any, names: set[str], events: bool,
-              day: Callable[[str], str | None]) -> tuple[frozenset[str] | None, str | None]:
+              day: Callable[[tuple[str, str]], str | None]) -> tuple[frozenset[str] | None, str | None]:
     """(logs, first UTC day of time) that rows passing the condition ``x`` must have (None: any);
     ``day`` reads a constant as the query will."""
     if not isinstance(x, dict):
@@ -397,25 +397,23 @@ def _restrict(x: Any, names: set[str], events: bool,
         return None, None
     if cls == "COMPARISON" and kind in _LOWER:
         left, right = x.get("left"), x.get("right")
-        if _column(left, names) == "time" and _LOWER[kind] and (v := _time_text(right)) is not None:
-            return None, day(v)
-        if _column(right, names) == "time" and not _LOWER[kind] and (v := _time_text(left)) is not None:
-            return None, day(v)
+        if _column(left, names) == "time" and _LOWER[kind] and (b := _time_text(right)) is not None:
+            return None, day(b)
+        if _column(right, names) == "time" and not _LOWER[kind] and (b := _time_text(left)) is not None:
+            return None, day(b)
         return None, None
     if cls == "BETWEEN" and _column(x.get("input"), names) == "time" \
-            and (v := _time_text(x.get("lower"))) is not None:
-        return None, day(v)
+            and (b := _time_text(x.get("lower"))) is not None:
+        return None, day(b)
     return None, None
 
 
-def _utc_day(duckdb: Any, con: Any, text: str) -> str | None:
-    """The UTC day of the time DuckDB reads ``text`` as (as the query will: ``CAST:TYPE:text``
-    through that type first, a type from ``_TIME_CASTS`` only); None when it cannot."""
-    cast = "TIMESTAMPTZ"
-    if text.startswith("CAST:"):
-        cast, text = text[5:].split(":", 1)
-        if cast not in _TIME_CASTS.values():
-            return None
+def _utc_day(duckdb: Any, con: Any, bound: tuple[str, str]) -> str | None:
+    """The UTC day of the time DuckDB reads ``(text, type)`` as (as the query will: through
+    that type first, one of ``_TIME_CASTS``' values only); None when it cannot."""
+    text, cast = bound
+    if cast not in _TIME_CASTS.values():
+        return None
     try:
         got = con.execute(f"SELECT strftime(CAST(CAST($1 AS {cast}) AS TIMESTAMPTZ), '%Y-%m-%d')", [text]).fetchone()
     except duckdb.Error:
