@@ -1,7 +1,8 @@
 """A type filter finds a line of its type that another tool wrote in another shape: an id that
-is not 36 characters, keys in another order, the type key repeated (the last one counts). The
-block search looks for the type at its usual place; a line whose marker is elsewhere is decoded
-and judged, never passed over unseen. (`page -t` and `stats`, whose dense path searches too.)"""
+is not 36 characters, keys in another order, the type key repeated (the last one counts), spaces
+before a colon, a key or a type written with \\u escapes. The block search looks for the
+type's value wherever it stands and for escapes; a line found so is decoded and judged, never
+passed over unseen. (`page -t`, `-x`, `tail -n`, and `stats`, whose dense path searches too.)"""
 from __future__ import annotations
 
 import orjson
@@ -73,3 +74,71 @@ def test_a_repeated_type_key_is_read_as_the_last_one_on_every_path(root):
     assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000005"], p.stderr
     p = run_cli("page", "acme/a", "-t", "tool_call.completed", "--all", "-F", "jsonl", root=root)
     assert "000000000005" not in [e["sequence"] for e in jsonl(p.stdout)]
+
+
+# A type spelled in ways the block search cannot see at its usual place: spaces before a
+# repeated key's colon, a key or a value written with \u escapes (valid JSON: any reader
+# decodes them to the same type). Each line must be found by -t on every path: the block
+# search of one log, the merge of several, tail's backward read, and stats' dense path.
+def _before_data(ev, extra: bytes) -> bytes:
+    """A key added just before data: the line keeps this tool's shape (it ends ``}}``), so
+    the block around it is searched, not read line by line."""
+    ev["data"]["error"] = {"type": "x", "message": "m"}
+    raw = orjson.dumps(ev)
+    assert raw.count(b',"data":') == 1
+    return raw.replace(b',"data":', extra + b',"data":')
+
+
+def _spaced_repeat(ev):
+    return _before_data(ev, b',"type" : "' + FAILED.encode() + b'"')
+
+
+def _escaped_key_and_value(ev):
+    return _before_data(ev, rb',"typ\u0065":"wardrik.tool\u005fcall.failed"')
+
+
+def _escaped_own_value(ev):
+    ev["type"] = FAILED
+    ev["data"]["error"] = {"type": "x", "message": "m"}
+    return orjson.dumps(ev).replace(b'"type":"wardrik.tool_call.failed"', b'"type":"wardrik.tool_call\\u002efailed"', 1)
+
+
+ESCAPED = [_spaced_repeat, _escaped_key_and_value, _escaped_own_value]
+
+
+@pytest.mark.parametrize("make", ESCAPED)
+def test_a_type_filter_finds_a_type_spelled_with_spaces_or_escapes(root, make):
+    _plant(root, make)
+    raw = (root / "acme" / "a.jsonl").read_bytes().splitlines()[20]
+    assert orjson.loads(raw)["type"] == FAILED and b'"type":"' + FAILED.encode() + b'"' not in raw
+    write_log(root / "acme" / "b.jsonl", 40, start=START, pad=40, log_id="acme/b")  # a merge too
+    for pattern in ("acme/a", "acme/*"):
+        p = run_cli("page", pattern, "-t", "tool_call.failed", "--all", "-F", "jsonl", root=root)
+        assert p.returncode == 0, p.stderr
+        assert [(e["subject"], e["sequence"]) for e in jsonl(p.stdout)] == [("agents/acme/a", "000000000021")]
+        p = run_cli("tail", "-n", "1", pattern, "-t", "tool_call.failed", "-F", "jsonl", root=root)
+        assert p.returncode == 0, p.stderr
+        assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000021"]
+    s = run_cli("stats", "acme/a", "--by", "tool", "-o", "json", root=root)
+    assert s.returncode == 0, s.stderr
+    groups = orjson.loads(s.stdout)["groups"]
+    assert sum(g["failures"] for g in groups) == 1, groups
+
+
+def _escaped_key_only(ev):
+    """A repeated type key spelled with an escape, and no other "type" in the line."""
+    raw = orjson.dumps(ev)
+    return raw.replace(b',"data":', rb',"typ\u0065":"wardrik.tool_call.failed","data":', 1)
+
+
+def test_an_excluded_type_does_not_hide_a_line_whose_last_type_is_another(root):
+    """-x of the line's first type (at its usual place) keeps it: its last type is another."""
+    _plant(root, _escaped_key_only)
+    raw = (root / "acme" / "a.jsonl").read_bytes().splitlines()[20]
+    assert b'"type"' not in raw[73:] and orjson.loads(raw)["type"] == FAILED
+    for pattern in ("acme/a", "acme/*"):
+        p = run_cli("page", pattern, "-x", "tool_call.completed", "--all", "-F", "jsonl", root=root)
+        assert p.returncode == 0, p.stderr
+        assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000021"]
+        p = run_cli("tail", "-n", "5", pattern, "-x", "tool_call.completed", "-F", "jsonl", root=root)
+        assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000021"], p.stderr

@@ -155,7 +155,7 @@ class ReadBack:
             if top.peeked and test is not None:
                 p = peek(top.raw)
                 assert p is not None
-                ok = test.type_ok(p[0]) and test.may_match(top.raw)
+                ok = test.line_may_match(p[0], top.raw)
             if ok:
                 ev = view.decode_or_report(top.off, top.raw, self.on_corrupt)  # checked, and kept to print
                 if ev is not None and (plain and since is None or accepts(ev)):

@@ -34,6 +34,10 @@ _HEX_RE = re.compile(r"[0-9a-f]{4,32}")
 _TRACEPARENT_RE = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
 _UNSAFE = re.compile(rb'["\\\x00-\x1f]')  # bytes JSON may write escaped: never in a needle
 NEEDLE_MIN = 3  # shorter literals find too much to be worth a byte search
+# A stored line in this tool's shape has its type's value at byte 73 (HEAD, a 36-byte id,
+# ``","type":"``); a type is ASCII, so only a ``\u00`` escape can hide one of its letters.
+TYPE_VALUE_AT = 73
+TYPE_ESCAPE = b"\\u00"
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,6 +378,16 @@ class LineTest:
 
     def type_ok(self, t: bytes) -> bool:
         return (self.wanted is None or t in self.wanted) and t not in self.excluded
+
+    def line_may_match(self, peeked_type: bytes, raw: bytes) -> bool:
+        """False only when the line (in this tool's shape, ``peeked_type`` its type as
+        ``store.log.peek`` reads it) cannot match. Its type rules it out only when no other
+        type can be the event's: orjson keeps a repeated key's last value, so a second
+        ``"type"`` key (spaces before its colon, any value) or a ``\\u00`` escape (which can
+        spell a key's or a type's letters) sends the line to be decoded and judged."""
+        if not self.type_ok(peeked_type) and raw.find(b'"type"', TYPE_VALUE_AT) < 0 and raw.find(TYPE_ESCAPE) < 0:
+            return False
+        return self.may_match(raw)
 
     def may_match(self, raw: bytes) -> bool:
         """False only when the line cannot match (its type is known from ``peek``)."""

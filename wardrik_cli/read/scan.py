@@ -26,12 +26,14 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
 - ``lazy`` (a test of types only: no needles): the dense path. In every block in this
   tool's shape whose sequences run on and that ends before ``until`` and ``at`` (as above,
   whatever share of its lines is wanted), the lines of a wanted type are found by a byte
-  search for ``","type":"<type>"`` at a line's type offset (right after ``HEAD`` and a
-  36-byte id: a type written inside data is never there), and each is decoded whole, as
-  any line handed out is (so a line that is not an event is reported as anywhere else).
-  A family of wanted types (``wardrik.tool_call.``) whose every stored type is wanted is
-  one search for ``","type":"<family>``: a line of another type in it (a live type another
-  tool stored) comes out too, and the caller judges its type, as it judges every event.
+  search for ``"<type>"`` (the value, quoted: at a line's type offset, right after ``HEAD``
+  and a 36-byte id, or anywhere else, where it may be the event's own type in a line another
+  tool wrote: a repeated key, spaces around a colon) and for ``\\u00`` (an escape may spell
+  a type), and each is decoded whole, as any line handed out is (so a line that is not an
+  event is reported as anywhere else), and judged by the caller. A family of wanted types
+  (``wardrik.tool_call.``) whose every stored type is wanted is one search for
+  ``"<family>``: a line of another type in it (a live type another tool stored) comes out
+  too, and the caller judges its type, as it judges every event.
   Lines of other types in such a block are passed over, as by the sparse path; blocks not
   in shape are read line by line, as without ``lazy``.
 """
@@ -42,17 +44,16 @@ from collections.abc import Callable, Iterator
 
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.catalogue import AUDIT, KEPT, catalogue
-from wardrik_cli.read.filters import LineTest
+from wardrik_cli.read.filters import TYPE_ESCAPE, TYPE_VALUE_AT, LineTest
 from wardrik_cli.store import lines
-from wardrik_cli.store.log import HEAD, LogView, block_shape, decode_event, peek
-from wardrik_cli.store.search import count, find, rfind
+from wardrik_cli.store.log import LogView, block_shape, decode_event, peek
+from wardrik_cli.store.search import count, rfind
 
 from orjson import loads as _loads
 from stringzilla import find as _sz_find
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
 OnGap = Callable[[int, int], None]
-_TYPE_AT = 36 + len(HEAD)  # the event's own "type" key follows its 36-character id
 SPARSE = 3  # the block search is used when at most one line in SPARSE may be wanted
 
 
@@ -89,9 +90,11 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     markers: list[bytes] = []
     searchable = False
     if test is not None:
-        # Stored types always carry the prefix: only those can be the event's own type.
+        # Stored types always carry the prefix: only those can be the event's own type. A
+        # line is found by its type's value, quoted, wherever it stands (a second "type" key,
+        # spaces before a colon: lines another tool wrote), or by an escape that could spell it.
         if test.wanted is not None:
-            markers = [b'","type":"' + t + b'"' for t in test.wanted if t.startswith(b"wardrik.")]
+            markers = [b'"' + t + b'"' for t in test.wanted if t.startswith(b"wardrik.")]
         searchable = test.wanted is not None or bool(test.needles)
     picker = _picker(test.wanted) if lazy and test is not None and test.wanted is not None and not test.needles \
         else None
@@ -105,39 +108,38 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
             assert test is not None
             summary = _in_shape(data, size, n_lines, until, at, pos, armed)
             if summary is not None:
-                if picker is not None:
-                    # The block's lines of a wanted type (``_starts``), decoded, in order: the
-                    # hot loop of a dense read, inlined here (one generator per line, not two).
-                    find_nl = data.find
-                    for s in _starts(data, size, picker):
-                        e = find_nl(b"\n", s, size)  # a line is short: bytes' own memchr is enough
-                        raw = data[s:e]
-                        event: dict[str, Any] | None = None
-                        if fast:  # decode_event inlined (its checks): one call per line, not two
-                            try:
-                                event = _loads(raw)
-                                sq = event["sequence"]
-                                seq = int(sq)  # passes strings and numbers only; len() refuses numbers
-                                if (len(sq) != 12 or not sq.isascii() or not sq.isdigit()
-                                        or type(event["type"]) is not str
-                                        or type(event["time"]) is not str):
-                                    raise ValueError
-                            except (ValueError, KeyError, TypeError):
-                                event = None
+                # The block's candidate lines (of a wanted type: ``_starts``; else holding the
+                # test's bytes: ``_candidates``), decoded, in order: the hot loop of a filtered
+                # read, inlined here (one generator per line, not two).
+                starts = _starts(data, size, picker) if picker is not None else \
+                    _candidates(data, size, test, markers)
+                found = 0
+                find_nl = data.find
+                for s in starts:
+                    e = find_nl(b"\n", s, size)  # a line is short: bytes' own memchr is enough
+                    raw = data[s:e]
+                    event: dict[str, Any] | None = None
+                    if fast:  # decode_event inlined (its checks): one call per line, not three
+                        try:
+                            event = _loads(raw)
+                            sq = event["sequence"]
+                            seq = int(sq)  # passes strings and numbers only; len() refuses numbers
+                            if (len(sq) != 12 or not sq.isascii() or not sq.isdigit()
+                                    or type(event["type"]) is not str
+                                    or type(event["time"]) is not str):
+                                raise ValueError
+                        except (ValueError, KeyError, TypeError):
+                            event = None
+                    if event is None:
+                        event = decode(block_off + s, raw)  # says why (or raises); a custom decode's own word
                         if event is None:
-                            event = decode(block_off + s, raw)  # says why (or raises); a custom decode's own word
-                            if event is None:
-                                continue
-                            seq = int(event["sequence"])
-                        if seq > pos:
-                            pos = seq
-                            yield _new(Line, (block_off + s, raw, seq, event["time"], event, block_off + e + 1, 1))
-                else:
-                    found = 0
-                    for line in _hits(data, size, block_off, test, markers, pos, decode):
-                        pos = line.seq
+                            continue
+                        seq = int(event["sequence"])
+                    if seq > pos:
+                        pos = seq
                         found += 1
-                        yield line
+                        yield _new(Line, (block_off + s, raw, seq, event["time"], event, block_off + e + 1, 1))
+                if picker is None:
                     dense = found * SPARSE > n_lines
                 last_seq, last_time, last_off, last_raw = summary
                 if last_seq > pos:
@@ -158,10 +160,7 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
             off += len(raw) + 1
             if test is not None:
                 p = peek(raw)
-                # peek's type is the first; a repeated key's last one is the event's (orjson's
-                # reading): a type rules a line out only when no other "type" is in it
-                if p is not None and ((not test.type_ok(p[0]) and raw.find(b'"type"', 73) < 0)
-                                      or not test.may_match(raw)):
+                if p is not None and not test.line_may_match(p[0], raw):
                     seq = int(p[1])
                     if seq <= pos:
                         continue
@@ -242,25 +241,27 @@ def _line_starts(data: bytes, size: int, needle: bytes) -> set[int]:
     characters, keys in another order, a repeated key: lines another tool wrote), so the line
     is decoded and judged rather than passed over."""
     starts: set[int] = set()
-    i = find(data, needle, 0, size)
+    add, back = starts.add, data.rfind  # a line is short: bytes' own backward search is enough
+    i = _sz_find(data, needle, 0, size)
     while i >= 0:
-        starts.add(rfind(data, b"\n", 0, i) + 1)
-        i = find(data, needle, i + 1, size)
+        add(back(b"\n", 0, i) + 1)
+        i = _sz_find(data, needle, i + 1, size)
     return starts
 
 
-def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes], pos: int,
-          decode: Decode) -> Iterator[Line]:
-    """The block's candidate lines, decoded, in order (the block is in shape: see _in_shape)."""
+def _candidates(data: bytes, size: int, test: LineTest, markers: list[bytes]) -> list[int]:
+    """Starts of the block's candidate lines, in order (the block is in shape: see _in_shape):
+    a line holding a wanted type's marker (or an escape that could spell one), and each of the
+    test's needles (or an escape that could hide one)."""
     cands: set[int] | None = None
     if test.wanted is not None:
-        cands = set()
+        cands = _line_starts(data, size, TYPE_ESCAPE) if markers else set()
         for m in markers:
             cands |= _line_starts(data, size, m)
     if test.needles and (cands is None or cands):
         odd: set[int] = set()
-        for e in test.escapes:
-            odd |= _line_starts(data, size, e)
+        for esc in test.escapes:
+            odd |= _line_starts(data, size, esc)
         low = data[:size].lower() if test.lower else data
         for n in test.needles:
             hay = low if n.lower else data
@@ -270,23 +271,13 @@ def _hits(data: bytes, size: int, base: int, test: LineTest, markers: list[bytes
             cands = got if cands is None else cands & got
             if not cands:
                 break
-    for line_start in sorted(cands or ()):
-        line_end = find(data, b"\n", line_start)
-        raw = data[line_start:line_end]
-        ev = decode(base + line_start, raw)
-        if ev is None:
-            continue
-        seq = int(ev["sequence"])
-        if seq <= pos:
-            continue
-        pos = seq
-        yield _new(Line, (base + line_start, raw, seq, ev["time"], ev, base + line_end + 1, 1))
+    return sorted(cands) if cands else []
 
 
 def _picker(wanted: frozenset[bytes]) -> list[bytes] | None:
-    """The bytes that stand at a line's type offset (``_TYPE_AT``) when the line is of a wanted
-    type (only prefixed types can be a stored line's own type); None when none can. A family
-    (a type up to its last dot, ``wardrik.tool_call.``) of several wanted types, whose every
+    """The bytes that begin a line's type value, quoted, when the line is of a wanted type
+    (only prefixed types can be a stored line's own type); None when none can. A family (a
+    type up to its last dot, ``"wardrik.tool_call.``) of several wanted types, whose every
     stored type is wanted, is one search for its prefix, not one per type: a line of another
     type in it (a live type another tool stored) is found too, and judged by the caller."""
     types = {t for t in wanted if t.startswith(b"wardrik.")}
@@ -297,21 +288,22 @@ def _picker(wanted: frozenset[bytes]) -> list[bytes] | None:
     markers = []
     for family, members in families.items():
         if len(members) > 1 and all(t in types for t in stored if t.startswith(family)):
-            markers.append(b'","type":"' + family)
+            markers.append(b'"' + family)
         else:
-            markers += [b'","type":"' + t + b'"' for t in members]
+            markers += [b'"' + t + b'"' for t in members]
     # A marker another one starts with finds nothing more: each line is then found once.
     return sorted(m for m in markers if not any(o != m and m.startswith(o) for o in markers)) or None
 
 
 def _starts(data: bytes, size: int, picker: list[bytes]) -> list[int]:
-    """Starts of the block's lines that hold one of ``picker``'s markers, in order, once each.
-    The block is in shape (see _in_shape): every line starts with HEAD, so a marker found at
-    ``_TYPE_AT`` from a line's start is that line's own type; one found elsewhere is most
-    often in some data, but may be the line's own type when another tool wrote it (an id
-    that is not 36 characters, keys in another order, a repeated key), so its line is found
-    too, and judged by the caller once decoded."""
-    at = _TYPE_AT
+    """Starts of the block's lines that hold one of ``picker``'s markers, or an escape that
+    could spell one (``TYPE_ESCAPE``), in order, once each. The block is in shape (see
+    _in_shape): every line starts with HEAD, so a marker found at its type value's offset from
+    a line's start is that line's own type; one found elsewhere is most often in some data,
+    but may be the line's own type when another tool wrote it (an id that is not 36
+    characters, keys in another order, a repeated key, spaces around a colon), so its line is
+    found too, and judged by the caller once decoded, as is a line with an escape."""
+    at = TYPE_VALUE_AT - 1  # the value's opening quote
     starts: list[int] = []
     add = starts.append
     odd = False
@@ -324,6 +316,11 @@ def _starts(data: bytes, size: int, picker: list[bytes]) -> list[int]:
                 add(rfind(data, b"\n", 0, i) + 1)
                 odd = True
             i = _sz_find(data, m, i + 1, size)
+    i = _sz_find(data, TYPE_ESCAPE, 0, size)
+    while i >= 0:
+        add(rfind(data, b"\n", 0, i) + 1)
+        odd = True
+        i = _sz_find(data, TYPE_ESCAPE, i + 1, size)
     if odd:
         return sorted(set(starts))
     if len(picker) > 1:
