@@ -26,16 +26,18 @@ from typing import Any
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
 from wardrik_cli.read.reader import KEEP_OPEN, block_size
+from wardrik_cli.store import lines
 from wardrik_cli.store.log import LogView, peek
 
 PROBE = 1 << 12  # the first read back of a log: a tail of a few lines costs a few KB
 MAX_BLOCK = 1 << 16
+LONG = 1 << 20  # a part-line this long: the rest of the line is found, then read whole
 
 
 class _Back:
     """One log read backwards a block at a time; ``next()`` gives (offset, raw) or None."""
 
-    __slots__ = ("view", "pos", "buf", "j", "block", "cap", "ino", "many", "done", "last_seq")
+    __slots__ = ("view", "pos", "buf", "j", "block", "cap", "ino", "many", "done", "last_seq", "long")
 
     def __init__(self, view: LogView, cap: int, many: bool):
         self.view, self.cap, self.many = view, cap, many
@@ -46,9 +48,13 @@ class _Back:
         self.ino = view.ino
         self.last_seq: int | None = None  # the sequence read back last (the next must be one less)
         self.done = view.ino is None or view.end == 0  # no file (a released view still has its ino)
+        self.long: tuple[int, bytes] | None = None  # a line longer than LONG, read whole, to give next
 
     def next(self) -> tuple[int, bytes] | None:
         while not self.done:
+            if self.long is not None:
+                got, self.long = self.long, None
+                return got
             j = self.j
             if j >= 0:
                 i = self.buf.rfind(b"\n", 0, j)
@@ -63,14 +69,26 @@ class _Back:
         return None
 
     def _refill(self) -> bool:
-        """Read the block before ``pos``; the part-line already held is kept (a line longer
-        than a block is read in doubling steps: its length, not its length squared)."""
+        """Read the block before ``pos``; the part-line already held is kept. A line found
+        longer than ``LONG`` is not grown further: its start is searched for in the file
+        (``lines.rfind``: windows, nothing kept), then it is read whole, once (``long``), so a
+        200 MB line costs one read and one copy in memory, not a doubling series of joins."""
         if self.pos == 0:
             return False
         view = self.view
         view.reacquire()
         if view.fd is None or view.ino != self.ino:
             return False  # replaced while read back (compaction): this snapshot ends here
+        if self.j + 1 > LONG:
+            stop = self.pos + self.j  # the newline ending the line
+            start = lines.rfind(view.fd, b"\n", 0, self.pos) + 1
+            whole = lines.read_exactly(view.fd, start, stop)
+            if self.many:
+                view.release()
+            if whole is None:
+                return False  # cut short under us: this snapshot ends here
+            self.long, self.pos, self.buf, self.j = (start, whole), start, b"", -1
+            return True
         keep = self.buf[: self.j + 1]
         n = min(self.pos, max(self.block, len(keep)))
         self.block = min(self.block * 2, self.cap)

@@ -101,10 +101,13 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
     pos = after_seq
     armed = gap_from_start and on_gap is not None  # is pos the sequence just before the next line?
     dense = False  # are candidates common? then line by line is cheaper than a search per hit
-    for block_off, data, size in lines.iter_spans(fd, start, end, chunk=block, once=once):
+    for block_off, data, size in lines.iter_spans(fd, start, end, chunk=block, once=once, bare_long=True):
         # data[:size] is the block's whole lines; what follows is read again with the next block
-        n_lines = count(data, b"\n", 0, size)
-        if searchable and (not dense or picker is not None):
+        if size > len(data):  # one line longer than a block, read without its newline: no copy
+            n_lines, block_lines = 1, [data]
+        else:
+            n_lines, block_lines = count(data, b"\n", 0, size), None
+        if searchable and (not dense or picker is not None) and block_lines is None:
             assert test is not None
             summary = _in_shape(data, size, n_lines, until, at, pos, armed)
             if summary is not None:
@@ -155,7 +158,7 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
         skipped: tuple[int, bytes, int, str] | None = None
         n_skipped = 0
         decoded = 0
-        for raw in data.split(b"\n")[:n_lines]:
+        for raw in block_lines or data.split(b"\n")[:n_lines]:
             here = off
             off += len(raw) + 1
             if test is not None:

@@ -132,6 +132,9 @@ def _read(fd: int, start: int, stop: int) -> bytes | None:
     return data if len(data) == stop - start else None
 
 
+read_exactly = _read  # for readers that find a line's ends themselves (read.backward)
+
+
 def iter_lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) for each complete line from ``start`` (a line start)
     up to ``end`` (default: the file's size when each chunk is read)."""
@@ -154,14 +157,16 @@ def iter_blocks(fd: int, start: int = 0, end: int | None = None, *,
 
 
 def iter_spans(fd: int, start: int = 0, end: int | None = None, *,
-               chunk: int = CHUNK, once: bool = False) -> Iterator[tuple[int, bytes, int]]:
+               chunk: int = CHUNK, once: bool = False, bare_long: bool = False) -> Iterator[tuple[int, bytes, int]]:
     """(offset, data, length): ``data[:length]`` is a block of whole lines from ``start``;
     bytes past ``length`` are the start of the next line, read again with the next block
     (re-reading part of a line costs less than copying every block to cut it). ``once``: one
     block only (a merge reading a span of a log at a time).
 
-    A line longer than a chunk comes alone, read once (see the module docstring)."""
-    return _spans(fd, start, end, chunk, once, True)
+    A line longer than a chunk comes alone, read once (see the module docstring); with
+    ``bare_long``, without its newline (``length`` is then ``len(data) + 1``), so that a caller
+    can keep it as it is, with no copy to cut the newline off."""
+    return _spans(fd, start, end, chunk, once, not bare_long)
 
 
 def _spans(fd: int, start: int, end: int | None, chunk: int, once: bool,

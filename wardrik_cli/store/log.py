@@ -295,6 +295,10 @@ class LogView:
                 item = lines.first_line(self.fd, self.end, self._longest)
                 if item is not None:
                     self._first = (item[0], self._end_event(*item))
+                    if isinstance(item[1], lines.Head) and item[1].stop + 1 == self.end and self._last is None:
+                        # one long line is the whole log: its last event too, without a
+                        # second search back through it for its start
+                        self._last = self._first
             else:
                 for off, raw in self.iter_raw(0):
                     try:
@@ -311,6 +315,8 @@ class LogView:
             for off, raw in lines.iter_lines_backward(self.fd, self.end, self._longest):
                 try:
                     self._last = (off, self._end_event(off, raw, lenient=True))
+                    if off == 0 and isinstance(raw, lines.Head) and self._first is None:
+                        self._first = self._last  # one long line is the whole log (see first())
                     break
                 except ValueError as e:
                     if not self.lenient:
