@@ -441,6 +441,19 @@ def print_table(rows: list[Row]) -> None:
             print(" " * 4 + r.note)
 
 
+def compile_package() -> None:
+    """Byte-compile wardrik_cli as ``pip install`` does: in an editable install under
+    PYTHONDONTWRITEBYTECODE, every start-up would otherwise compile the modules changed since
+    the last byte-compile, a cost no installed copy pays."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("wardrik_cli")
+    if spec is not None and spec.submodule_search_locations:
+        for where in spec.submodule_search_locations:
+            compileall.compile_dir(where, quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -477,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: jq not found on PATH", file=sys.stderr)
         return 2
     a.workdir.mkdir(parents=True, exist_ok=True)
+    compile_package()
     ctx = Ctx(wardrik=wardrik, workdir=a.workdir, quick=a.quick, repeats=a.repeats, verbose=a.verbose)
 
     rows: list[Row] = []
