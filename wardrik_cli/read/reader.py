@@ -14,7 +14,6 @@ Contract kept here:
 """
 from __future__ import annotations
 
-import hashlib
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -79,6 +78,8 @@ def dropped_between(log: Log, view: LogView, first_missing: int, last_missing: i
     if not isinstance(source, str):
         source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
     subject = "audit" if log.is_audit else f"agents/{log.name}"
+    import hashlib  # here: only a notice needs it, and a reader's start-up is 3 ms shorter
+
     digest = hashlib.sha256(f"{DROPPED}\0{source}\0{first_missing}\0{last_missing}".encode()).hexdigest()
     h = list(digest[:32])
     h[12] = "8"  # RFC 9562 version 8: a custom, deterministic UUID
