@@ -158,12 +158,15 @@ def test_with_a_filter_the_notice_is_dated_and_placed_by_the_event_after_the_hol
 
 
 def _covered_slowly(gaps, before, after):
-    """covered() by its definition, one sequence at a time."""
+    """covered() by its definition, one sequence at a time: a sequence is accounted for by the
+    record that starts latest at or before it, when that record holds it and ends before
+    ``after`` (its part from here on; a record reaching an event the log holds is not trusted)."""
     found, rest, at = [], [], before + 1
     while at < after:
-        g = gaps.get(at)
-        if g is not None and g.last < after:
-            found.append(g)
+        starts = [f for f in gaps if f <= at]
+        g = gaps[max(starts)] if starts else None
+        if g is not None and at <= g.last < after:
+            found.append(g if g.first == at else RecordedGap(at, g.last, g.time))
             at = g.last + 1
             continue
         if rest and rest[-1][1] == at - 1:
@@ -171,9 +174,6 @@ def _covered_slowly(gaps, before, after):
         else:
             rest.append((at, at))
         at += 1
-        while at < after and at not in gaps:
-            rest[-1] = (rest[-1][0], at)
-            at += 1
     return found, rest
 
 
@@ -188,3 +188,45 @@ def test_covered_is_its_definition(spans, before, width):
     after = before + width
     assert covered(gaps, before, after) == _covered_slowly(gaps, before, after)
     assert covered(gaps, before, after, sorted(gaps)) == _covered_slowly(gaps, before, after)
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("args", [("page", "acme/a"), ("tail", "-n", "3", "acme/a"), ("check",),
+                                  ("stats", "acme/a", "--by", "tool")])
+def test_a_fifo_planted_as_a_gap_record_does_not_hang_a_reader(root, args):
+    """A FIFO at the record's path is never opened for waiting: it reads as no record, so the
+    hole is the usual warning (or check's error), and the command ends."""
+    import os
+
+    _holed(root, record=False)
+    path = root / ".wardrik" / "gaps" / "acme" / "a@gaps.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    p = run_cli(*args, root=root, process=True, timeout=30)  # a hang is a TimeoutExpired
+    assert p.returncode in (0, 1), p.stderr
+    assert DROPPED.encode() not in p.stdout
+
+
+def test_a_symlinked_gap_record_is_not_followed(root, tmp_path):
+    _holed(root, record=False)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(b'{"gaps":[{"first":4,"last":6,"time":null}]}')
+    path = root / ".wardrik" / "gaps" / "acme" / "a@gaps.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(outside)
+    assert read_gaps(Root(root), Log.agent(Root(root), "acme/a").state_key) == {}
+    p = run_cli("page", "acme/a", "--all", "-F", "jsonl", root=root)
+    assert b"sequences 4..6 are missing (3 events)" in p.stderr and DROPPED.encode() not in p.stdout
+
+
+def test_a_cursor_inside_a_recorded_gap_gets_the_rest_of_it_as_dropped(root):
+    """A read after sequence 5 (inside the recorded gap 4..6): the one event of it still ahead
+    is an events.dropped, not a warning of damage."""
+    import base64
+
+    _holed(root)
+    cur = base64.urlsafe_b64encode(b'{"acme/a":5}').decode().rstrip("=")
+    p = run_cli("page", "acme/a", "--after", cur, "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    assert _seqs(jsonl(p.stdout)) == [("dropped", 1), "000000000007", "000000000008", "000000000009",
+                                      "000000000010"]

@@ -5,12 +5,18 @@ line's first byte. Corruption (a complete line that is not a valid event), a seq
 gap or repeat, and a broken audit chain are errors; a torn tail is a warning, because a
 writer may be mid-line. The whole file is read once, in a stream.
 
-A hole that the root's record of recorded gaps (``store.recorded_gaps``: events dropped at
-their source before they were shipped, written by ``pull`` and the remote mirror) accounts
-for wholly is not damage and is not reported; readers give an ``events.dropped`` for it. Only
-the runs of a hole no record covers are reported as a gap. Across a recorded gap the audit
-chain cannot be checked (the dropped line's hash is not known): it is checked again from the
-line after it.
+A hole in an agent log that the root's record of recorded gaps (``store.recorded_gaps``:
+events dropped at their source before they were shipped, written by ``pull`` and the remote
+mirror) accounts for is not damage, but it is never passed over in silence: it is a warning
+naming the record (a copy pulled from a store is missing those events; a root written here
+should hold no record, and a record planted by hand must not quiet ``check``). The runs of a
+hole no record covers are errors, as any gap is. The audit log's holes are errors whatever a
+record says: its chain is what makes it tamper-evident, and a record would let a line be
+removed unseen.
+
+A time must be one a clock can show: an RFC 3339 UTC time with microseconds whose date exists
+and whose hour is 00-23 (``24:00:00`` and ``2026-02-30`` are errors: the day a shipped segment
+is filed under, and any reader's ordering, depend on it).
 """
 from __future__ import annotations
 
@@ -18,13 +24,14 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
 
 from wardrik_cli.protocol.envelope import parse_traceparent
 from wardrik_cli.store.log import Log
-from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
+from wardrik_cli.store.recorded_gaps import KIND, RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.protocol.catalogue import AUDIT, KEPT, PREFIX, TYPES, validate_data
 from wardrik_cli.errors import BadEvent
 from wardrik_cli.protocol.envelope import GENESIS_HASH
@@ -33,6 +40,15 @@ ERROR, WARNING = "error", "warning"
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _SEQ_RE = re.compile(r"[0-9]{12}")
+
+
+def _real_time(t: str) -> bool:
+    """Is ``t`` (already in the shape ``_TIME_RE`` matches) a real date and time of day?"""
+    try:
+        datetime.fromisoformat(t[:-1])  # refuses 2026-02-30 and T24:00:00
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -70,6 +86,8 @@ def _event_problem(ev: object, is_audit: bool) -> str | None:
             return f"{key} missing"
     if not isinstance(ev.get("time"), str) or not _TIME_RE.fullmatch(ev["time"]):
         return "time is not RFC 3339 UTC with microseconds"
+    if not _real_time(ev["time"]):
+        return f"time {ev['time']} is not a time a clock shows (no such date, or an hour past 23)"
     if not isinstance(ev.get("sequence"), str) or not _SEQ_RE.fullmatch(ev["sequence"]):
         return "sequence is not a 12-digit string"
     try:
@@ -120,7 +138,9 @@ def check_log(log: Log) -> Iterator[Problem]:
             if expect is not None and seq != expect:
                 if seq > expect:
                     if recorded is None:
-                        recorded = read_gaps(log.root, log.state_key) if any_recorded(log.root) else {}
+                        # the audit log's holes are damage whatever a record says (see above)
+                        recorded = read_gaps(log.root, log.state_key) \
+                            if any_recorded(log.root) and not log.is_audit else {}
                         firsts = sorted(recorded)
                     found, rest = covered(recorded, expect - 1, seq, firsts)
                     for a, b in rest:
@@ -128,8 +148,12 @@ def check_log(log: Log) -> Iterator[Problem]:
                                       f"({b - a + 1} missing" + (")" if not found else
                                                                  f": {a:012d} to {b:012d}; the rest was dropped at "
                                                                  "its source, as recorded)"))
-                    if found and not rest:
-                        prev_hash = None  # the dropped line's hash is not known: the chain goes on from here
+                    for g in found:
+                        n = g.last - g.first + 1
+                        yield Problem(path, line_no, off, f"{n} event{'s' if n != 1 else ''} missing before "
+                                      f"{ev['sequence']} ({g.first:012d} to {g.last:012d}): dropped at their "
+                                      "source before they were shipped, as the root's gap record says "
+                                      f"(.wardrik/{KIND}; a log written here should have none)", WARNING)
                 else:
                     yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back "
                                   f"(expected {expect:012d})")

@@ -11,9 +11,15 @@ Contract kept here:
 - The file is ``.wardrik/gaps/<log>@gaps.json``: ``{"gaps": [{"first", "last", "time"}, ...]}``
   (first and last: the missing sequences, inclusive; time: the newest dropped event's time, or
   null when the store did not say). Written whole and atomically, only by copies of remote logs.
-- ``read_gaps`` never fails: a missing, unreadable or malformed file (or entry) reads as no
+- ``read_gaps`` never fails nor waits: a missing, unreadable or malformed file (or entry), a
+  link, a FIFO or anything not a regular file, or a file over ``MAX_BYTES``, reads as no
   record, so the hole is reported as a sequence gap, the honest default; a time that is not
   an RFC 3339 time reads as none (the notice is then dated by the event after the hole).
+- ``covered`` accounts for a hole with the records inside it, including one that began
+  before the hole's first missing sequence (a cursor that stopped inside a recorded gap),
+  clipped to the hole; never with a record that reaches an event the log holds.
+- A record is trusted by readers (a copy of a shipped log is missing those events), never by
+  ``check`` in silence, and never for the audit log (see ``store.check``).
 - ``any_recorded(root)`` is one ``stat``: a reader over many logs looks for records only when
   the root has some.
 """
@@ -27,12 +33,14 @@ from pathlib import Path
 
 import orjson
 
-from wardrik_cli.store.fsutil import write_atomic
+from wardrik_cli.errors import NotRegular
+from wardrik_cli.store.fsutil import open_regular, write_atomic
 from wardrik_cli.store.layout import Root
 
 KIND = "gaps"
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})")
 NAME = "gaps.json"
+MAX_BYTES = 1 << 22  # a record file past this is not one wardrik wrote: read as none
 
 
 @dataclass(frozen=True)
@@ -54,10 +62,16 @@ def any_recorded(root: Root) -> bool:
 def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:
     """The log's recorded gaps by their first sequence ({} when it has none or the file is bad)."""
     try:
-        with open(gaps_path(root, state_key), "rb") as f:
-            doc = orjson.loads(f.read(1 << 22))
-        entries = doc["gaps"]
-    except (OSError, ValueError, KeyError, TypeError):
+        # never a link followed nor a FIFO waited on (a planted one would hang every reader)
+        fd = open_regular(gaps_path(root, state_key), os.O_RDONLY)
+        try:
+            data = os.read(fd, MAX_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > MAX_BYTES:
+            return {}
+        entries = orjson.loads(data)["gaps"]
+    except (OSError, ValueError, KeyError, TypeError, NotRegular):
         return {}
     out: dict[int, RecordedGap] = {}
     if not isinstance(entries, list):
@@ -101,13 +115,14 @@ def covered(gaps: dict[int, RecordedGap], before: int, after: int, firsts: list[
     rest: list[tuple[int, int]] = []
     at = before + 1
     while at < after:
-        g = gaps.get(at)
-        if g is not None and g.last < after:
-            found.append(g)
+        i = bisect_right(firsts, at)  # firsts[i - 1] <= at < firsts[i]
+        g = gaps[firsts[i - 1]] if i else None
+        if g is not None and at <= g.last < after:
+            # a record from here, or from before here (the read began inside it): its part in the hole
+            found.append(g if g.first == at else RecordedGap(at, g.last, g.time))
             at = g.last + 1
             continue
-        # no record that fits starts here: unrecorded up to the next record inside the hole
-        i = bisect_right(firsts, at)
+        # no record that fits covers this sequence: unrecorded up to the next record inside the hole
         nxt = min(firsts[i], after) if i < len(firsts) else after
         if rest and rest[-1][1] == at - 1:
             rest[-1] = (rest[-1][0], nxt - 1)
