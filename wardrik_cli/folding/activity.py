@@ -10,6 +10,10 @@ Contract kept here (CONTRACT.md, ``activity``):
   "for" counting from its start) is what issue 13 reported.
   ``since``: the time of the first thing in ``doing`` (null when empty). ``pending``: messages
   received and not yet taken by a ``run.started`` (its ``data.run.message_ids``).
+- The JSON carries each stored event of ``doing`` whole, but for one nested deeper than any
+  JSON writer goes (a line written by hand: ``append`` refuses data deeper than 128 levels):
+  its objects and arrays past ``deep.DEPTH`` levels of its data are the string
+  ``deep.TOO_DEEP`` (``folding.deep``); every event ``append`` wrote is as stored.
 - ``details`` adds, for a person's table only (the json keeps the contract's three keys), the
   open run (so a run just started shows as the run, not idle) and how the last run ended.
 - It is the ``activity`` view folded from its checkpoint, so on a writable root its cost is
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from wardrik_cli.folding import checkpoint
+from wardrik_cli.folding.deep import DEPTH, clip
 from wardrik_cli.folding.engine import OnCorrupt, Target, fold_target, Scan
 from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.folding.views import ActivityView, activity_detail, activity_of
@@ -40,8 +45,11 @@ def state(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
 
 
 def activity(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
-    """``{"doing", "since", "pending"}`` of one log."""
-    return activity_of(state(log, on_corrupt))
+    """``{"doing", "since", "pending"}`` of one log, each event of doing cut at ``deep.DEPTH``
+    levels of its data (see the module's contract)."""
+    act = activity_of(state(log, on_corrupt))
+    act["doing"] = [clip(e, DEPTH + 1) for e in act["doing"]]  # +1: the event itself, around its data
+    return act
 
 
 def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:

@@ -34,6 +34,21 @@ Contract kept here (the OpenTelemetry GenAI semantic conventions, built from the
   span is sent once per successful export, and again (same ids) when one fails.
 - Streaming: only the open run and open calls of the log being read are held, plus one
   batch of finished spans (``BATCH`` of them, grouped by log) waiting to be written.
+- Times: a span's start and end are its events' times as nanoseconds since the epoch, which
+  OTLP holds in an unsigned 64-bit integer (1970 to 2554). An event whose time cannot be
+  converted (not a time, an offset past 24 hours, year 0, a time before 1970 or after 2554:
+  ``check`` passes some of these, readers show them as written) still makes its span, with a
+  ``warning:`` naming the log, the sequence and the time, and a fallback: the last time read
+  before it in the same log that converted (a log's times never go back, so it is the
+  nearest bound), else the first one read after it (a span with none: the epoch). It is not an
+  error: the rest of the event is sound, and an error would stop every later export at
+  that line for good (a ledger is never rewritten, and the cursor file does not advance).
+  One warning per log at most names an event; more are counted in a second one.
+- Values nested deeper than JSON text can be made of (a line written by hand; ``append``
+  refuses data deeper than 128 levels) are cut: content attributes are the JSON of the
+  value with what lies deeper than ``deep.DEPTH`` levels replaced by ``deep.TOO_DEEP`` (see
+  ``folding.deep``), and ``gen_ai.usage.*`` names go no deeper than that either.
+  A count that does not fit OTLP's signed 64-bit integer is not exported.
 - Encodings: ``request_json`` is an ``ExportTraceServiceRequest`` in OTLP/JSON (ids as hex,
   enums as numbers, 64-bit integers as strings: the file exporter's line format);
   ``request_proto`` the same request as protobuf bytes (needs the ``otlp`` extra's
@@ -53,6 +68,7 @@ from typing import IO, Any
 import orjson
 
 from wardrik_cli.errors import BadInput, CorruptLedger, Failure
+from wardrik_cli.folding.deep import DEPTH, clip
 from wardrik_cli.protocol.catalogue import PREFIX, dig, is_cost
 from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.read.filters import Filters, parse_run
@@ -122,6 +138,19 @@ def time_ns(t: str) -> int:
     return (calendar.timegm(dt.utctimetuple()) * 1_000_000 + dt.microsecond) * 1000
 
 
+LATEST_NS = (1 << 64) - 1  # OTLP's times are fixed64: nanoseconds from 1970 to 2554
+
+
+def otlp_ns(t: str) -> int | None:
+    """``time_ns`` of a time OTLP can carry; None for one it cannot (not a time, an offset
+    ``datetime`` refuses, year 0, before 1970 or past ``LATEST_NS``)."""
+    try:
+        ns = time_ns(t)
+    except (ValueError, OverflowError):  # ValueError: int(), datetime; OverflowError: utctimetuple
+        return None
+    return ns if 0 <= ns <= LATEST_NS else None
+
+
 # ---------------------------------------------------------------------------------------
 # events -> spans, one log at a time
 # ---------------------------------------------------------------------------------------
@@ -149,20 +178,24 @@ def _trace_of(event: dict[str, Any]) -> str | None:
 
 
 def _text(v: Any) -> str:
-    """Content as an attribute's string: strings as they are, anything else as JSON."""
+    """Content as an attribute's string: strings as they are, anything else as compact JSON;
+    what orjson refuses (nesting past its 255 levels, an integer past 64 bits) goes through
+    ``json``, cut at ``DEPTH`` levels (``deep.clip``): JSON still, never Python's repr."""
     if isinstance(v, str):
         return v
     try:
         return orjson.dumps(v).decode()
     except TypeError:
-        return str(v)
+        import json
+
+        return json.dumps(clip(v), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _messages(role: str, text: Any, finish: Any = None) -> str:
     """``gen_ai.input.messages``/``output.messages``: the conventions' JSON of one message."""
     msg: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": _text(text)}]}
     if finish is not None:
-        msg["finish_reason"] = str(finish)
+        msg["finish_reason"] = finish if isinstance(finish, str) else _text(finish)
     return orjson.dumps([msg]).decode()
 
 
@@ -183,13 +216,18 @@ def _split_model(model: Any) -> tuple[str | None, str | None]:
     return (provider, name) if sep and provider and name else (None, model)
 
 
-def _usage_attrs(attrs: list[tuple[str, Any]], usage: Any, prefix: str = "gen_ai.usage.") -> None:
-    if not isinstance(usage, dict):
+INT64 = 1 << 63  # an OTLP intValue is a signed 64-bit integer
+
+
+def _usage_attrs(attrs: list[tuple[str, Any]], usage: Any, prefix: str = "gen_ai.usage.", depth: int = 1) -> None:
+    """Every count in ``usage`` as ``gen_ai.usage.<dotted name>``, objects at most ``DEPTH``
+    levels deep (deeper ones are not counts the protocol has: passed over, not recursed into)."""
+    if not isinstance(usage, dict) or depth > DEPTH:
         return
     for k, v in usage.items():
         if isinstance(v, dict):
-            _usage_attrs(attrs, v, prefix + k + ".")
-        elif type(v) is int and v >= 0:
+            _usage_attrs(attrs, v, prefix + k + ".", depth + 1)
+        elif type(v) is int and 0 <= v < INT64:
             attrs.append((prefix + k, v))
 
 
@@ -198,12 +236,17 @@ class LogSpans:
 
     A span is handed out (appended to ``out``) when it ends, if ``wanted(end seq, end time)``."""
 
-    def __init__(self, log: str, *, content: bool, wanted: Callable[[int, str], bool]):
-        self.log, self.content, self.wanted = log, content, wanted
+    def __init__(self, log: str, *, content: bool, wanted: Callable[[int, str], bool],
+                 warn: Callable[[str], None] | None = None):
+        self.log, self.content, self.wanted, self.warn = log, content, wanted, warn
         self.run: Span | None = None
         self.run_model: Any = None
         self.calls: dict[tuple[str, str], Span] = {}
         self.out: list[Span] = []
+        self.last_ns: int | None = None  # the last time read in this log that converted
+        self.bad_times = 0  # events whose time did not (see the module's contract)
+        self.ns = 0  # the time of the event being fed (``_ns``), as its handler uses it
+        self.unplaced = False  # an open span's start is UNKNOWN: the next time that converts is its
 
     def feed(self, e: dict[str, Any], seq: int) -> None:
         how = _HANDLERS.get(e.get("type"))  # type: ignore[arg-type]
@@ -214,7 +257,42 @@ class LogSpans:
             d = {}
         when = e.get("time")
         if isinstance(when, str):
+            self.ns = self._ns(when, seq)  # before any state changes: the handlers read it
             how(self, e, d, seq, when)
+
+    def _ns(self, when: str, seq: int) -> int:
+        """The event's time for a span: converted, else the fallback (``UNKNOWN`` when
+        there is none yet), with the warning the module's contract describes."""
+        ns = otlp_ns(when)
+        if ns is not None:
+            self.last_ns = ns
+            if self.unplaced:
+                self._place(ns)
+            return ns
+        self.bad_times += 1
+        if self.bad_times == 1 and self.warn is not None:
+            shown = when if len(when) <= 40 else when[:39] + "…"
+            instead = "the time before it" if self.last_ns is not None else "the first time after it"
+            self.warn(f"{self.log}: event {seq}: time {shown!r} cannot be an OTLP time (nanoseconds from 1970 "
+                      f"to 2554); its span takes {instead} (see `wardrik check`)")
+        if self.last_ns is not None:
+            return self.last_ns
+        self.unplaced = True
+        return UNKNOWN
+
+    def _place(self, ns: int) -> None:
+        """Give the open spans whose start is UNKNOWN the first time after it that converted."""
+        for span in (self.run, *self.calls.values()):
+            if span is not None and span.start == UNKNOWN:
+                span.start = span.end = ns
+        self.unplaced = False
+
+    def done(self) -> None:
+        """The log's read is over: the count of the times the first warning did not name."""
+        if self.bad_times > 1 and self.warn is not None:
+            more = self.bad_times - 1
+            self.warn(f"{self.log}: {more:,} more event{'s' if more != 1 else ''} with a time that cannot be an "
+                      "OTLP time; their spans took a fallback time too")
 
     def _model_started(self, e: dict[str, Any], d: dict[str, Any], seq: int, when: str) -> None:
         self._call_started(e, "model", _id(d, "message"), d, when)
@@ -256,7 +334,7 @@ class LogSpans:
         if self.content and d.get("task") is not None:
             attrs.append(("gen_ai.input.messages", _messages("user", d["task"])))
         self.run = Span(trace, span_id(self.log, trace, "run", ""), None, f"invoke_agent {self.log}", INTERNAL,
-                        time_ns(when), attrs)
+                        self.ns, attrs)
 
     def _run_ended(self, e: dict[str, Any], d: dict[str, Any], seq: int, when: str) -> None:
         run = self.run
@@ -267,15 +345,15 @@ class LogSpans:
 
     def _end_run(self, run: Span, seq: int, when: str, failed: dict[str, Any] | None, *, abandoned: bool,
                  answer: Any = None) -> None:
-        end = time_ns(when)
+        end = self.ns
         for key, call in list(self.calls.items()):
             if call.parent == run.span:  # the run's calls still open end with it
                 del self.calls[key]
-                call.end = max(end, call.start)
+                _end_at(call, end)
                 call.status, call.message = ERROR, "the run ended before this call did"
                 call.attrs.append(("error.type", "unfinished"))
                 self._emit(call, seq, when)
-        run.end = max(end, run.start)
+        _end_at(run, end)
         if abandoned:
             run.status, run.message = ERROR, "a new run began before this one ended"
             run.attrs.append(("error.type", "abandoned"))
@@ -305,7 +383,7 @@ class LogSpans:
                 attrs.append(("gen_ai.request.model", name))
             attrs.append(("wardrik.message.id", cid))
             span = Span(trace, span_id(self.log, trace, kind, cid), parent, f"chat {name}" if name else "chat",
-                        CLIENT, time_ns(when), attrs)
+                        CLIENT, self.ns, attrs)
         elif kind == "tool":
             tname = d["tool"].get("name")  # data.tool is an object: its call id was read
             tname = tname if isinstance(tname, str) else _text(tname)
@@ -319,13 +397,13 @@ class LogSpans:
                 if args is not None:
                     attrs.append(("gen_ai.tool.call.arguments", _text(args)))
             span = Span(trace, span_id(self.log, trace, kind, cid), parent, f"execute_tool {tname}", INTERNAL,
-                        time_ns(when), attrs)
+                        self.ns, attrs)
         else:
             attrs = [("wardrik.request.id", cid)]
             if self.content and d.get("prompt") is not None:
                 attrs.append(("wardrik.input.prompt", _text(d["prompt"])))
             span = Span(trace, span_id(self.log, trace, kind, cid), parent, "wait_for_input", INTERNAL,
-                        time_ns(when), attrs)
+                        self.ns, attrs)
         self.calls[(kind, cid)] = span
 
     def _call_ended(self, kind: str, ident: Any, d: dict[str, Any], seq: int, when: str, *, failed: bool) -> None:
@@ -334,7 +412,7 @@ class LogSpans:
         span = self.calls.pop((kind, ident if isinstance(ident, str) else _text(ident)), None)
         if span is None:
             return  # its start is not in what was read: see the module's contract
-        span.end = max(time_ns(when), span.start)
+        _end_at(span, self.ns)
         attrs = span.attrs
         if kind == "model":
             _usage_attrs(attrs, d.get("usage"))
@@ -360,6 +438,19 @@ class LogSpans:
     def _emit(self, span: Span, seq: int, when: str) -> None:
         if self.wanted(seq, when):
             self.out.append(span)
+
+
+UNKNOWN = -1  # a time that did not convert, with none before it: the next that converts (``_place``)
+
+
+def _end_at(span: Span, end: int) -> None:
+    """End ``span`` at ``end`` (never before its start). ``end`` is UNKNOWN only when no
+    time of the log read so far converted, so then is the start: both are the epoch."""
+    if end == UNKNOWN:
+        end = max(span.start, 0)
+    if span.start == UNKNOWN:
+        span.start = end
+    span.end = max(end, span.start)
 
 
 # Which method each event type goes to (a dict: the hot loop's dispatch).
@@ -741,7 +832,7 @@ def export(logs: Iterable[Log], after: Cursor | None, send: Callable[[Mapping[st
                 def wanted(seq: int, when: str, _pos: int = pos) -> bool:
                     return seq > _pos and (since is None or when >= since)
 
-                spans = LogSpans(log.name, content=content, wanted=wanted)
+                spans = LogSpans(log.name, content=content, wanted=wanted, warn=warn)
                 out, feed = spans.out, spans.feed
                 name = log.name
                 on_gap = (lambda a, b, _n=name: warn(gap_warning(_n, a, b))) if warn is not None else None
@@ -763,6 +854,7 @@ def export(logs: Iterable[Log], after: Cursor | None, send: Callable[[Mapping[st
                         out.clear()
                         if count >= batch:
                             flush()
+                spans.done()
                 res.next[name] = max(last, pos)
     finally:
         if collecting:

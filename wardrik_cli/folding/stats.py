@@ -257,11 +257,21 @@ class Durations:
         return [self.values, sorted(self.buckets.items()), self.zeros, self.n, self.max]
 
     @classmethod
-    def load(cls, d: list[Any]) -> Durations:
+    def load(cls, d: Any) -> Durations:
+        """What ``dump`` gave; ValueError for anything else (a checkpoint is checked whole
+        when it is read, so that a damaged one is discarded, never met later by ``rows``)."""
+        if not isinstance(d, list) or len(d) != 5:
+            raise ValueError("durations: not a list of 5")
         x = cls()
-        values, buckets, x.zeros, x.n, x.max = d
-        x.values = [float(v) for v in values] if values is not None else None
-        x.buckets = {int(i): int(k) for i, k in buckets}
+        values, buckets, zeros, n, top = d
+        if values is not None and (not isinstance(values, list) or len(values) > cls.EXACT):
+            raise ValueError("durations: values")
+        if not isinstance(buckets, list) or not all(isinstance(b, list) and len(b) == 2 for b in buckets):
+            raise ValueError("durations: buckets")
+        x.values = [_number(v) for v in values] if values is not None else None
+        x.buckets = {_int(i): _count_of(k) for i, k in buckets}
+        x.zeros, x.n = _count_of(zeros), _count_of(n)
+        x.max = _number(top) if top is not None else None
         return x
 
     def quantile(self, p: float) -> float | None:
@@ -280,6 +290,27 @@ class Durations:
                 estimate = 2 * self._GAMMA ** i / (self._GAMMA + 1)
                 return min(estimate, self.max) if self.max is not None else estimate
         return self.max
+
+
+def _int(v: Any) -> int:
+    """A JSON integer (not a boolean), else ValueError."""
+    if type(v) is not int:
+        raise ValueError(f"not an integer: {type(v).__name__}")
+    return v
+
+
+def _count_of(v: Any) -> int:
+    """A non-negative JSON integer, else ValueError."""
+    if _int(v) < 0:
+        raise ValueError("a negative count")
+    return v  # type: ignore[no-any-return]  # _int: an int
+
+
+def _number(v: Any) -> float | int:
+    """A finite JSON number (not a boolean), else ValueError."""
+    if type(v) not in (int, float) or not math.isfinite(v):
+        raise ValueError("not a finite number")
+    return v  # type: ignore[no-any-return]  # checked just above
 
 
 def seconds_between(start: str, end: str) -> float | None:
@@ -342,12 +373,20 @@ class Group:
                 self.output_tokens, self.cost, self.unpriced, self.first, self.is_run, self.log]
 
     @classmethod
-    def load(cls, d: list[Any]) -> Group:
-        g = cls(d[8], d[10])
-        g.calls, g.failures, g.unended, durations, g.input_tokens, g.output_tokens, g.cost, g.unpriced = d[:8]
-        g.durations = Durations.load(durations)
-        g.cost = float(g.cost)
-        g.is_run = bool(d[9])
+    def load(cls, d: Any) -> Group:
+        """What ``dump`` gave; ValueError for anything else (see ``Durations.load``)."""
+        if not isinstance(d, list) or len(d) != 11:
+            raise ValueError("group: not a list of 11")
+        first, is_run, log = d[8], d[9], d[10]
+        if not isinstance(first, str) or type(is_run) is not bool or not (log is None or isinstance(log, str)):
+            raise ValueError("group: first, is_run or log")
+        g = cls(first, log)
+        g.calls, g.failures, g.unended = _count_of(d[0]), _count_of(d[1]), _count_of(d[2])
+        g.durations = Durations.load(d[3])
+        g.input_tokens, g.output_tokens = _count_of(d[4]), _count_of(d[5])
+        g.cost = float(_number(d[6]))
+        g.unpriced = _count_of(d[7])
+        g.is_run = is_run
         return g
 
     def row(self, by: str, key: Any) -> dict[str, Any]:
@@ -745,14 +784,42 @@ class Counter:
                 "models": [list(it) for it in self.models.items()],
                 "runs": [[lg, tr, t] for lg, (tr, t) in self.runs.items()]}
 
-    def load(self, d: dict[str, Any]) -> None:
-        """Take the state ``dump`` gave (of a count with the same ``by`` and prices)."""
-        self.groups = {(tuple(k) if isinstance(k, list) else k): Group.load(g) for k, g in d["groups"]}
+    def load(self, d: Any) -> None:
+        """Take the state ``dump`` gave (of a count with the same ``by`` and prices). Anything
+        else is ValueError (or KeyError, TypeError), raised here, before any of it is used:
+        every key, count, time and group is checked for the type the count gives it, so a
+        damaged checkpoint is discarded and the log counted from its start (``stats``)."""
+        if not isinstance(d, dict):
+            raise ValueError("not an object")
+        key = self._load_key
+        groups: dict[Any, Group] = {}
+        for k, g in _pairs(d["groups"], 2):
+            groups[key(k)] = Group.load(g)
+        self.groups = groups
         for name in ("open", "models"):
             o: _Open = getattr(self, name)
-            for lg, i, k, t in d[name]:
-                o.put(lg, i, k, t)
-        self.runs = {lg: (tr, t) for lg, tr, t in d["runs"]}
+            for lg, i, k, t in _pairs(d[name], 4):
+                if not isinstance(lg, str) or not isinstance(t, str) or not (i is None or isinstance(i, str)):
+                    raise ValueError(f"{name}: log, id or time")
+                o.put(lg, i, key(k), t)
+        runs: dict[str, tuple[str, str]] = {}
+        for lg, tr, t in _pairs(d["runs"], 3):
+            if not (isinstance(lg, str) and isinstance(tr, str) and isinstance(t, str)):
+                raise ValueError("runs: log, trace or time")
+            runs[lg] = (tr, t)
+        self.runs = runs
+
+    def _load_key(self, k: Any) -> Any:
+        """A group's key as ``dump`` wrote it: (log, trace id or null) under ``run``, else a
+        name or null (a log id under ``agent``); ValueError for anything else."""
+        if self.by == "run":
+            if (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str)
+                    and (k[1] is None or isinstance(k[1], str))):
+                return (k[0], k[1])
+            raise ValueError("a run's key is not [log, trace]")
+        if k is None or isinstance(k, str):
+            return k
+        raise ValueError("a group's key is not a name")
 
     def rows(self) -> list[dict[str, Any]]:
         self.finish()
@@ -760,7 +827,8 @@ class Counter:
         if self.by in ("run", "agent"):
             items = [(k, g) for k, g in items if g.is_run or self.by == "agent"]
         if self.by == "run":  # keyed by (log, trace id): a run id is unique only within a log, strictly
-            items.sort(key=lambda kg: (kg[1].first, kg[0]))
+            # (a run with no trace id, null, sorts before one with a trace id; None < str would raise)
+            items.sort(key=lambda kg: (kg[1].first, kg[0][0], kg[0][1] is not None, kg[0][1] or ""))
             return [g.row(self.by, k[1]) for k, g in items]
         items.sort(key=lambda kg: (kg[0] is None, kg[0] or ""))
         return [g.row(self.by, k) for k, g in items]
@@ -777,6 +845,13 @@ def _g(d: Any, *path: str) -> Any:
             return None
         d = d.get(p)
     return d
+
+
+def _pairs(v: Any, n: int) -> list[list[Any]]:
+    """``v`` when it is a list of lists of ``n`` items (a checkpoint's rows), else ValueError."""
+    if not isinstance(v, list) or not all(isinstance(x, list) and len(x) == n for x in v):
+        raise ValueError(f"not a list of {n}-item lists")
+    return v
 
 
 # What each type read under tool is to ``Counter._read_tool``: a call's start, end, failed end, or a run's end.

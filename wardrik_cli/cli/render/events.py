@@ -17,7 +17,8 @@ What it keeps, for every command alike:
 - Each log id has its own colour (``log_style``): a hash of the id into ``LOG_COLOURS``, so the
   same log has the same colour in every run, as stern does for pods.
 - Times are UTC unless ``--local`` (``set_display(local=True)``); ``-v/--verbose`` adds each
-  event's data under its line as highlighted JSON.
+  event's data under its line as highlighted JSON (data nested deeper than ``append`` allows,
+  from a line written by hand, is shown cut at that depth: ``folding.deep``).
 - Colour only on a terminal: ``--color auto`` (the default) lets Rich decide, and Rich
   honours ``NO_COLOR``; ``always`` forces colour (``NO_COLOR`` too), ``never`` turns it off.
 - ``tail``'s screen (streamed text, one line per message) is ``render.streams``.
@@ -198,10 +199,19 @@ def data_json(event: dict[str, Any]) -> Any:
     from rich.json import JSON
     from rich.padding import Padding
 
+    from wardrik_cli.folding.deep import clip, too_deep
+
     data = event.get("data")
+    # json.dumps and Rich recurse, and a hand-written line may nest 1,000 deep: such data is
+    # cut (``deep.clip``) and shown compact, as indenting it would be wider than any screen
+    deep = too_deep(data)
+    if deep:
+        data = clip(data)
     shown: JSON | Pretty
     try:
-        shown = JSON(json.dumps(data, ensure_ascii=False, default=str), indent=2)
+        shown = JSON(json.dumps(data, ensure_ascii=False, default=str), indent=None if deep else 2)
+        if deep:  # one long line: folded at the screen's width, not cut (the cut is what it shows)
+            shown.text.no_wrap, shown.text.overflow = False, "fold"
     except (TypeError, ValueError):
         from rich.pretty import Pretty
         shown = Pretty(data)

@@ -110,11 +110,11 @@ def timeline_tree(s: dict[str, Any]) -> Any:
             line = Text()
             if it.get("started"):
                 line.append(f"{clock(it['started'])}  ", style="dim")
-            what = {"model": "model call", "tool": f"tool {it.get('name') or ''}".strip(),
+            what = {"model": "model call", "tool": f"tool {_label(it.get('name') or '')}".strip(),
                     "wait": "wait on a person"}.get(kind, str(kind))
             line.append(what, style=style)
             if it.get("id") is not None:
-                line.append(f" {it['id']}", style="dim")
+                line.append(f" {_label(it['id'])}", style="dim")
             line.append(f"  {it.get('status')}", style=_STATUS.get(str(it.get("status")), ""))
             if it.get("duration_ms") is not None:
                 line.append(f"  {_dur(it['duration_ms'])}", style="bold" if kind == "wait" else "")
@@ -128,6 +128,12 @@ def timeline_tree(s: dict[str, Any]) -> Any:
                 line.append(f"  {one_line(it['name'])}", style="dim")
             node.add(_cut(line))
     return tree
+
+
+def _label(v: Any) -> str:
+    """A name or id from an event, as a label: a string as it is, anything else on one line
+    (``one_line``: JSON, bounded; an f-string's repr of a value nested 1,000 deep would raise)."""
+    return v if isinstance(v, str) else one_line(v)
 
 
 def activity_panel(act: dict[str, Any]) -> Any:
