@@ -31,7 +31,7 @@ import orjson
 
 from wardrik_cli.errors import Failure
 from wardrik_cli.remote import keys
-from wardrik_cli.remote.stores import Meta, Store
+from wardrik_cli.remote.stores import SMALL_MAX, Meta, Store
 
 GAPS, WATERMARK = "gaps/", "watermark/"
 _OBJ = re.compile(r"deployment=([a-z0-9][a-z0-9.-]{0,62})/kind=(agents|audit)/log=([^/]+)/"
@@ -117,9 +117,10 @@ class RemoteWatermark:
 
 
 def read_json(store: Store, key: str) -> tuple[dict[str, Any], Meta] | None:
-    """A small JSON object and its metadata; None when it is gone (or its bytes never came)."""
+    """A small JSON object and its metadata; None when it is gone (or its bytes never came).
+    One larger than ``SMALL_MAX`` is refused unread: something else wrote there."""
     try:
-        data, meta = store.read(key)
+        data, meta = store.read(key, limit=SMALL_MAX)
     except Failure as e:
         if "listed but gone" in str(e):
             return None

@@ -12,7 +12,7 @@ with ``log=audit``. An empty PREFIX means the keys start at ``v1/``.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from wardrik_cli.protocol.names import AUDIT_NAME, is_log_id
 
@@ -67,11 +67,34 @@ def parse_key(prefix: str, key: str) -> Parsed | None:
     return Parsed(key, dep, kind, name, day, int(seq))
 
 
+# RFC 3339 date-time, ASCII digits only; the ranges are checked by the calendar below
+_RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?"
+                      r"(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))", re.ASCII)
+
+
 def utc_day(time: str) -> str:
-    """The UTC day (``YYYY-MM-DD``) of an event's RFC 3339 time; ValueError when it is none."""
-    if len(time) >= 20 and time[-1] == "Z" and time[4] == "-" and time[10] == "T":
-        return time[:10]  # the stored form: already UTC
-    dt = datetime.fromisoformat(time.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        raise ValueError(f"time {time!r} has no offset")
-    return dt.astimezone(UTC).strftime("%Y-%m-%d")
+    """The UTC day (``YYYY-MM-DD``) of an event's RFC 3339 time; ValueError saying why when it is none.
+
+    Strict, because a segment is filed under this day for good and readers prune by it: a
+    real calendar date (no ``2026-02-30``), hour 00-23 (no ``T24:00:00``, which the first ten
+    characters would file under the day before the one it means), minute and second 00-59,
+    an offset ``Z`` or ``+HH:MM``/``-HH:MM`` within 23:59, converted to UTC."""
+    m = _RFC3339.fullmatch(time)
+    if m is None:
+        raise ValueError(f"time {time!r} is not RFC 3339 (YYYY-MM-DDTHH:MM:SS[.frac] and Z or an offset)")
+    y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+    try:
+        dt = datetime(y, mo, d, h, mi, sec, tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"time {time!r} is not a real date and time (a day its month has, hour 00-23, "
+                         "minute and second 00-59)") from None
+    sign, oh, om = m.group(7), m.group(8), m.group(9)
+    if sign is not None:
+        if int(oh) > 23 or int(om) > 59:
+            raise ValueError(f"time {time!r} has an offset beyond 23:59")
+        off = timedelta(hours=int(oh), minutes=int(om))
+        try:
+            dt = dt - off if sign == "+" else dt + off
+        except OverflowError:
+            raise ValueError(f"time {time!r} is outside the years 1 to 9999 in UTC") from None
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"

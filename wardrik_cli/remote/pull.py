@@ -8,8 +8,11 @@ Contract kept here:
   in its metadata and be whole lines whose first sequence is its key's and whose last is its
   metadata's, and it must follow the segment before it (first = previous last + 1). A
   segment that fails is reported (``BadSegment``, exit 1) and neither it nor anything after it
-  in its log is written; the log's file holds the segments before it. A folder claim whose
-  bytes never came (a shipper died mid-segment) ends its log with a warning.
+  in its log is written; the log's file holds the segments before it. A store object that
+  wardrik never writes (``stores.Refused``: a link, FIFO or device in a folder store, a
+  metadata, gap or watermark object over ``SMALL_MAX``) ends its log the same way, unread: a
+  hostile store cannot make pull hang or exhaust memory. A folder claim whose bytes never
+  came (a shipper died mid-segment) ends its log with a warning.
 - ``since``: segments of days before the day of ``since`` are not read, and a segment whose
   last event is before ``since`` is skipped; pulled logs then start at a segment boundary.
 - Several deployments under one prefix: ``deployment`` picks one; without it a log id shipped
@@ -41,7 +44,7 @@ from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.protocol.names import pattern_regex, validate_pattern
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
-from wardrik_cli.remote.stores import Store
+from wardrik_cli.remote.stores import Refused, Store
 from wardrik_cli.store.fsutil import fsync_dir, write_all, write_new
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, decode_event, peek
@@ -175,7 +178,7 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
         log = Log.audit(evidence) if kind == keys.AUDIT else Log.agent(evidence, name)
         try:
             _pull_log(store, segs, others.get((dep, kind, name), []), log, row, since, warn)
-        except BadSegment as e:
+        except (BadSegment, Refused) as e:
             row.error = str(e)
     return result
 

@@ -167,11 +167,16 @@ def _seq_time(view: LogView, off: int, raw: bytes) -> tuple[int, str]:
     return int(ev["sequence"]), ev["time"]
 
 
-def _day(view: LogView, off: int, t: str) -> str:
+def _day(view: LogView, off: int, seq: int, t: str) -> str:
+    """The UTC day a line is filed under; a time that does not parse strictly (``keys.utc_day``:
+    ``T24:00:00``, ``2026-02-30``) refuses the log, as a hole does: a segment filed under a day
+    readers reject, or under the wrong day, would be acknowledged and then never served (or
+    pruned away), and could never be replaced."""
     try:
         return keys.utc_day(t)
-    except ValueError:
-        raise view.corrupt(off, f"event time {t!r} is not RFC 3339: not shipped") from None
+    except ValueError as e:
+        raise LogRefused(f"{view.log.name}: sequence {seq}: {e}, line at byte {off} in the local log (see `wardrik "
+                         "check`): not shipped; a segment is filed under the UTC day of its events") from None
 
 
 def build_segment(view: LogView, off: int, limit: int = SEGMENT_MAX) -> Segment:
@@ -186,7 +191,7 @@ def build_segment(view: LogView, off: int, limit: int = SEGMENT_MAX) -> Segment:
         data = item[1] + b"\n"
         cut = len(data)
     first, t = _seq_time(view, off, data[:data.find(b"\n")])
-    day = _day(view, off, t)
+    day = _day(view, off, first, t)
     # Every line's day is looked at (about 3 ms a MB): a log written by something other
     # than append may have times that go back and forth across midnight.
     pos, last = _cut_at_day(view, off, data, cut, day)
@@ -194,24 +199,34 @@ def build_segment(view: LogView, off: int, limit: int = SEGMENT_MAX) -> Segment:
 
 
 _TIME_KEY, _SEQ_KEY = b'","time":"', b'","sequence":"'
+# the stored form's time of day, after its date: hour 00-23 (a ``T24:00:00`` takes the slow,
+# strict path, which refuses it), UTC
+_UTC_HMS = re.compile(rb"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z")
 
 
 def _cut_at_day(view: LogView, off: int, data: bytes, cut: int, day: str) -> tuple[int, int]:
     """(end of the run of lines of ``day`` from the block's start, last sequence in it).
 
     A line in this tool's shape has its day read where ``peek`` reads its time (the first
-    ``","time":"`` after the type, followed by the sequence key), without copying the line;
-    any other line is decoded (``_seq_time``)."""
+    ``","time":"`` after the type, followed by the sequence key), without copying the line,
+    when its time of day is a valid UTC one (its date is then compared with ``day``, which
+    passed the strict parse); any other line is decoded (``_seq_time``) and its time parsed
+    strictly (``_day``)."""
     want = day.encode()
     pos, last_start, last_nl = 0, -1, -1
     while pos < cut:
         nl = data.index(b"\n", pos)
         k = data.find(_TIME_KEY, pos + 73, nl) if data.startswith(HEAD, pos) and \
             data.startswith(_TYPE_KEY, pos + 63) else -1
-        if k > 0 and data.startswith(_SEQ_KEY, k + 37) and data[k + 36] == 90:  # 90: "Z", a UTC time
+        if k > 0 and data.startswith(_SEQ_KEY, k + 37) and _UTC_HMS.fullmatch(data, k + 20, k + 37):
             d = data[k + 10:k + 20]
         else:
-            d = _day(view, off + pos, _seq_time(view, off + pos, data[pos:nl])[1]).encode()
+            try:
+                d = _day(view, off + pos, *_seq_time(view, off + pos, data[pos:nl])).encode()
+            except LogRefused:
+                if last_start < 0:
+                    raise
+                break  # the lines before it still ship; the segment after them starts at it, refused
         if d != want:
             break
         last_start, last_nl, pos = pos, nl, nl + 1

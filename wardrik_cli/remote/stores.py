@@ -19,6 +19,16 @@ Contract kept here:
   are missing is a shipper that died in between; the next shipper of the same root (which has
   the same bytes locally, checked against the claim's sha256) completes it (``complete``),
   and readers stop that log before it. Temp files are dot-files beside the key, never listed.
+- A store may be hostile (anyone who can write to the share or bucket): nothing in it can
+  make a reader hang or run out of memory. A folder store opens an object one folder at a
+  time below its folder with ``O_NOFOLLOW`` (a symbolic link anywhere below it is never
+  followed, out of the folder or not) and ``O_NONBLOCK`` after an ``lstat``, reading only a
+  regular file (a FIFO, socket or device is never waited on nor read: ``/dev/zero`` has no
+  end), and never more bytes than the file's size when it was opened. Small objects read
+  whole (metadata sidecars, gap records, watermarks: a few hundred bytes) are refused over
+  ``SMALL_MAX`` bytes, before their bytes are read, on either kind of store (S3: the size of
+  the GET's answer; the metadata itself comes with a one-byte ranged GET). Each refusal is one
+  ``Refused`` (a ``Failure``) naming the object.
 - Every failure is one ``Failure`` line; ``Unreachable`` (connection refused, timeouts, 5xx)
   is the kind ``ship --follow`` retries with backoff.
 """
@@ -28,6 +38,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -40,11 +51,19 @@ from wardrik_cli.errors import BadInput, Failure
 from wardrik_cli.store.fsutil import fsync_dir, write_all
 
 META_SUFFIX = ".meta"  # a folder store's sidecar: SSSSSSSSSSSS.jsonl.meta
+# Metadata, gap records and watermarks are a few hundred bytes; one past this was written by
+# something else, and reading it whole could exhaust memory (a link to /dev/zero, a huge file).
+SMALL_MAX = 4 << 20
 _M_LAST, _M_SHA, _M_ROOT_ID, _M_ROOT = "wardrik-last-sequence", "wardrik-sha256", "wardrik-root-id", "wardrik-root"
 
 
 class Unreachable(Failure):
     """The store did not answer (or answered 5xx): worth trying again later."""
+
+
+class Refused(Failure):
+    """A store object wardrik never writes (a link, FIFO, socket or device in a folder store; a
+    small object that is not small): never followed nor read whole."""
 
 
 class Meta:
@@ -88,8 +107,10 @@ class Store:
         """The segment's metadata; None when there is no segment at ``key``."""
         raise NotImplementedError
 
-    def read(self, key: str) -> tuple[bytes | None, Meta]:
-        """The segment's bytes (None while a folder claim waits for them) and metadata."""
+    def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
+        """The segment's bytes (None while a folder claim waits for them) and metadata.
+        ``limit``: an object larger than this many bytes is refused (a ``Failure`` naming it),
+        before its bytes are read: for the small objects read whole (``SMALL_MAX``)."""
         raise NotImplementedError
 
     def complete(self, key: str, data: bytes) -> None:
@@ -202,14 +223,21 @@ class S3Store(Store):
         got = self._get(key, ranged=True)  # the metadata comes with any GET: one byte of the body is enough
         return None if got is None else Meta.from_dict(got.attributes, self.where(key))
 
-    def read(self, key: str) -> tuple[bytes | None, Meta]:
+    def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
         got = self._get(key, ranged=False)
         if got is None:
             raise Failure(f"{self.where(key)}: listed but gone (deleted while pulling?)")
+        # the answer's size is known before its body is read: a small object that is not small
+        # is refused without reading it (the body is never more than that size)
+        size = got.meta.get("size") if isinstance(got.meta, Mapping) else None
+        if limit is not None and (not isinstance(size, int) or size > limit):
+            raise _too_big(self.where(key), size, limit)
         try:
             data = bytes(got.bytes())
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, f"reading {key}") from None
+        if limit is not None and len(data) > limit:
+            raise _too_big(self.where(key), len(data), limit)
         return data, Meta.from_dict(got.attributes, self.where(key))
 
     def list(self, prefix: str) -> Iterator[str]:
@@ -276,15 +304,83 @@ class FolderStore(Store):
             raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
         return True
 
-    def read_meta(self, key: str) -> Meta | None:
-        p = self._file(key + META_SUFFIX)
+    def _open(self, key: str) -> int:
+        """A read-only fd of the object at ``key``, only if it is a regular file in the folder.
+
+        Each folder on the way is opened relative to the one above it with ``O_NOFOLLOW``, so
+        a link planted anywhere below the store's folder (``day=... -> /``) leads nowhere;
+        the store's folder itself may be a link (a mount point: the operator's choice). The
+        object is looked at (``lstat``) before it is opened, and opened ``O_NONBLOCK``, then
+        checked again (``fstat``): a FIFO is never waited on, a device never opened.
+        FileNotFoundError passes through (nothing there); anything else is one ``Failure``."""
+        parts = key.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise Failure(f"{self.where(key)}: not an object key of this store")
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
         try:
-            raw = p.read_bytes()
+            dfd = os.open(self.path, flags)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            self._require()
+            raise Failure(f"{self.url}: cannot open {self.path}: {e.strerror or e}") from None
+        try:
+            at = ""
+            for part in parts[:-1]:
+                at += part + "/"
+                try:
+                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
+                except FileNotFoundError:
+                    raise
+                except OSError as e:
+                    if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise Refused(f"{self.where(key)}: {self.where(at.rstrip('/'))} is "
+                                      f"{_kind(part, dfd)}, not a folder of this store: never followed") from None
+                    raise Failure(f"{self.where(key)}: cannot open its folder: {e.strerror or e}") from None
+                os.close(dfd)
+                dfd = sub
+            name = parts[-1]
+            try:
+                mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd) \
+                    if stat.S_ISREG(mode) else -1
+            except FileNotFoundError:
+                raise
+            except OSError as e:
+                if e.errno != errno.ELOOP:  # ELOOP: replaced by a link since the lstat
+                    raise Failure(f"{self.where(key)}: cannot open: {e.strerror or e}") from None
+                fd = -1
+            if fd >= 0 and not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                fd = -1
+            if fd < 0:
+                raise Refused(f"{self.where(key)}: is {_kind(name, dfd)}, not a stored object: never followed, "
+                              "opened or read (something other than wardrik put it there)")
+            return fd
+        finally:
+            os.close(dfd)
+
+    def _read_whole(self, key: str, limit: int | None) -> bytes:
+        """The bytes of the object at ``key``: at most its size when opened (a file that grows
+        meanwhile is not chased), refused over ``limit``. FileNotFoundError passes through."""
+        fd = self._open(key)
+        try:
+            size = os.fstat(fd).st_size
+            if limit is not None and size > limit:
+                raise _too_big(self.where(key), size, limit)
+            with open(fd, "rb", closefd=False) as f:
+                return f.read(size)
+        except OSError as e:
+            raise Failure(f"{self.where(key)}: cannot read: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
+
+    def read_meta(self, key: str) -> Meta | None:
+        try:
+            raw = self._read_whole(key + META_SUFFIX, SMALL_MAX)
         except FileNotFoundError:
             self._require()
             return None
-        except OSError as e:
-            raise Failure(f"{self.where(key)}: cannot read its metadata: {e.strerror or e}") from None
         try:
             d = orjson.loads(raw)
             d = {_M_LAST: f"{int(d['last_sequence']):012d}", _M_SHA: d["sha256"], _M_ROOT_ID: d["root_id"],
@@ -293,16 +389,14 @@ class FolderStore(Store):
             d = {}
         return Meta.from_dict(d, self.where(key))
 
-    def read(self, key: str) -> tuple[bytes | None, Meta]:
+    def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
         meta = self.read_meta(key)
         if meta is None:
             raise Failure(f"{self.where(key)}: listed but gone (deleted while pulling?)")
         try:
-            return self._file(key).read_bytes(), meta
+            return self._read_whole(key, limit), meta
         except FileNotFoundError:
             return None, meta
-        except OSError as e:
-            raise Failure(f"{self.where(key)}: cannot read: {e.strerror or e}") from None
 
     def complete(self, key: str, data: bytes) -> None:
         p = self._file(key)
@@ -360,16 +454,20 @@ class FolderStore(Store):
 
     def read_range(self, key: str, *, head: int | None = None, tail: int | None = None) -> bytes | None:
         try:
-            with open(self._file(key), "rb") as f:
-                if tail is not None:
-                    f.seek(0, os.SEEK_END)
-                    f.seek(max(0, f.tell() - tail))
-                    return f.read()
-                return f.read(head)
+            fd = self._open(key)
         except FileNotFoundError:
             return None
+        try:
+            size = os.fstat(fd).st_size  # never read past it: a file that grows is not chased
+            start = max(0, size - tail) if tail is not None else 0
+            n = size - start if head is None else min(head, size)
+            with open(fd, "rb", closefd=False) as f:
+                f.seek(start)
+                return f.read(n)
         except OSError as e:
             raise Failure(f"{self.where(key)}: cannot read: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
 
     def where(self, key: str) -> str:
         return f"{self.url.rstrip('/')}/{key}"
@@ -402,6 +500,23 @@ def _link_new(path: Path, data: bytes) -> bool:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def _kind(name: str, dir_fd: int) -> str:
+    """What a name that is not a regular file (or not a folder) is, for an error message."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return "gone or unreadable"
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+        "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+        "a directory" if stat.S_ISDIR(mode) else "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _too_big(where: str, size: int | None, limit: int) -> Refused:
+    got = f"{size} bytes" if size is not None else "of unknown size"
+    return Refused(f"{where}: it is {got}, more than the {limit} bytes a wardrik metadata, gap or watermark "
+                   "object can be: not read (something else wrote there)")
 
 
 def sha256(data: bytes) -> str:
