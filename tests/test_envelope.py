@@ -26,7 +26,11 @@ def test_envelope_agrees_with_the_decoded_event(etype, data, log_id, seq):
     raw = dumps_line(ev)[:-1]
     got = envelope(raw)
     full = decode_event(raw)
-    assert got == {k: full[k] for k in ("id", "type", "source", "time", "sequence")}
+    # a line whose data holds a "time" or "sequence" key, or a \u00 escape (a control
+    # character), may not be read from bytes (a repeated key's last value is the event's):
+    # its envelope is none, and readers decode it
+    odd = b"\\u00" in raw or raw.count(b'"time"') > 1 or raw.count(b'"sequence"') > 1
+    assert got == (None if odd else {k: full[k] for k in ("id", "type", "source", "time", "sequence")})
 
 
 def test_other_shapes_fall_back():

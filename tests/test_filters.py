@@ -235,3 +235,22 @@ def _rchar() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
 
 
+
+
+def test_the_table_of_characters_that_fold_to_ascii_is_complete():
+    """FOLDS_TO_ASCII is what Python's case-insensitive matching does, derived anew: every
+    character outside ASCII that matches an ASCII letter under re.IGNORECASE."""
+    import re
+
+    from wardrik_cli.read.filters import FOLDS_TO_ASCII
+
+    found: dict[str, set[str]] = {}
+    pats = {c: re.compile(c, re.IGNORECASE) for c in map(chr, range(128)) if c.isalpha()}
+    for cp in range(128, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        for letter, p in pats.items():
+            if p.fullmatch(ch):
+                found.setdefault(letter.lower(), set()).add(ch)
+    assert {k: set(v) for k, v in FOLDS_TO_ASCII.items()} == found

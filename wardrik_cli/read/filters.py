@@ -4,7 +4,9 @@ Contract kept here:
 - ``Filters.accepts(event)`` is the definition of a match, on the decoded event: types kept
   (``-t``) and not excluded (``-x``), time in ``[since, until)``, run id (the trace id of
   ``traceparent``) starting with ``run``, ``grep`` searching every string value anywhere in
-  ``data`` (keys excluded), every ``--where`` holding. ``events.dropped`` passes all of it.
+  ``data`` (keys excluded), every ``--where`` holding. It judges stored lines only: the
+  ``events.dropped`` notices a reader makes are handed out beside it and pass every filter;
+  a stored line of that type (a hand-written one) is judged as any other.
 - ``LineTest`` only ever rules lines *out*, and only when that is sure: a byte test on the
   stored line is a necessary condition of ``accepts``, never the definition. A needle is
   used only when it has no character JSON must escape (``"``, ``\\``, control characters),
@@ -24,7 +26,7 @@ from typing import Any
 import orjson
 
 from wardrik_cli.errors import BadInput
-from wardrik_cli.protocol.catalogue import DROPPED, lookup
+from wardrik_cli.protocol.catalogue import lookup
 from wardrik_cli.protocol.envelope import trace_id_of
 
 WHERE_OPS = ("!=", "<=", ">=", "=", "~", "<", ">")
@@ -148,16 +150,37 @@ class Where:
             return False
         return _compare(cur, self.number, op)
 
-    def needle(self) -> bytes | None:
-        """Bytes every matching line holds (when not escaped), or None."""
+    def needle(self) -> Needle | None:
+        """Bytes every matching line holds (when not escaped), or None.
+
+        ``=`` and ``~`` look at a value's text: a string as it is, anything else as orjson
+        writes it compactly, which need not be how the line stores it (``1e3`` is read as
+        ``1000.0``, ``[1, 2]`` as ``[1,2]``). So a text is a needle only when it cannot be
+        part of such a rewriting (``_dump_safe``): then a match lies inside a string, or
+        is ``true``/``false``/``null``, stored as they are."""
         if self.op == "=":
-            if _looks_numeric(self.value):
-                return None  # a number may be written in more than one way (1e3, 1000.0)
-            return _safe(self.value.encode())
+            if _looks_numeric(self.value) or not _dump_safe(self.value):
+                return None
+            b = _safe(self.value.encode())
+            return Needle([b]) if b is not None else None
         if self.op == "~" and self.regex is not None:
             lits = required_literals(self.regex)
-            return lits[0] if lits and len(lits) == 1 else None
+            if not lits or len(lits) != 1 or not _dump_safe(lits[0].decode()):
+                return None
+            return Needle(lits, lower=bool(self.regex.flags & re.IGNORECASE))
         return None
+
+
+_STRUCTURE = frozenset(",:[]{}")
+_NUMBER = frozenset("0123456789.eE+-")
+
+
+def _dump_safe(text: str) -> bool:
+    """Can ``text`` be found only where a line stores it as it is? It holds none of JSON's
+    structure (so it never spans two tokens, between which a line may put spaces) and a
+    character no number holds (so it is not inside a number, which a line may write in
+    another form)."""
+    return not any(c in _STRUCTURE for c in text) and any(c not in _NUMBER for c in text)
 
 
 def _compare(a: Any, b: Any, op: str) -> bool:
@@ -237,7 +260,7 @@ def required_literals(rx: re.Pattern[str]) -> list[bytes] | None:
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Filters:
-    """What a reader wants to see; ``events.dropped`` passes all of it.
+    """What a reader wants to see (of stored events: the notices a reader makes pass it by).
 
     ``since``/``until`` are stored time strings (since inclusive, until exclusive); ``run`` a
     lowercase hex prefix of run ids; ``types``/``exclude`` full type names."""
@@ -271,8 +294,6 @@ class Filters:
 
     def accepts(self, event: dict[str, Any]) -> bool:
         t = event.get("type")
-        if t == DROPPED:
-            return True
         if self.types is not None and t not in self.types:
             return False
         if t in self.exclude:
@@ -333,15 +354,27 @@ class Needle:
         return any(a in hay for a in self.alternatives)
 
 
+# The characters outside ASCII that Python's case-insensitive matching takes for an ASCII
+# letter (``re.compile("s", re.I).match("\u017f")``): a line holding one may match a needle
+# searched lower-cased in bytes, which would never find it. (A test derives the table anew.)
+FOLDS_TO_ASCII = {"i": ("\u0130", "\u0131"), "k": ("\u212a",), "s": ("\u017f",)}
+
+
 def odd_escapes(needles: Sequence[Needle]) -> tuple[bytes, ...]:
-    """The escapes that could hide a needle's bytes in a line: ``\\u`` for a character a
-    needle holds (``\\u00`` is enough when every needle is ASCII), and ``\\/`` when a needle
-    holds a slash. Other escapes (of quotes, backslashes, control characters) cannot: a
-    needle holds none of those characters."""
+    """The bytes that could hide a needle's in a line: ``\\u`` for a character a needle holds
+    (``\\u00`` is enough when every needle is ASCII and matches case), ``\\/`` when a needle
+    holds a slash, and, for a needle that ignores case, the UTF-8 of each character outside
+    ASCII that case-insensitive matching takes for one of its letters (``FOLDS_TO_ASCII``).
+    Other escapes (of quotes, backslashes, control characters) cannot: a needle holds none
+    of those characters."""
     alts = [a for n in needles for a in n.alternatives]
-    out = [b"\\u00" if all(a.isascii() for a in alts) else b"\\u"]
+    folded = [a for n in needles if n.lower for a in n.alternatives]
+    out = [b"\\u00" if all(a.isascii() for a in alts) and not folded else b"\\u"]
     if any(b"/" in a for a in alts):
         out.append(b"\\/")
+    for letter, chars in FOLDS_TO_ASCII.items():
+        if any(letter.encode() in a for a in folded):
+            out += [c.encode() for c in chars]
     return tuple(out)
 
 
@@ -372,7 +405,7 @@ class LineTest:
         for w in f.where:
             n = w.needle()
             if n is not None:
-                needles.append(Needle([n]))
+                needles.append(n)
         wanted = frozenset(t.encode() for t in f.types) if f.types is not None else None
         return cls(wanted, frozenset(t.encode() for t in f.exclude), needles)
 

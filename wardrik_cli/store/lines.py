@@ -62,6 +62,42 @@ def find(fd: int, needle: bytes, start: int, end: int | None = None) -> int:
         block = min(block * 2, CHUNK)
 
 
+def find_any(fd: int, needles: tuple[bytes, ...], start: int, end: int) -> int:
+    """Offset of the first of any of ``needles`` in the file's bytes ``[start, end)``, -1 if
+    none: ``find`` for several needles in one pass over the bytes (each block or window is
+    read once and searched for each)."""
+    longest = max(len(n) for n in needles)
+    keep = longest - 1
+    pos, block = start, max(PROBE, 2 * longest)
+    buf: bytearray | None = None
+    view: memoryview | None = None
+    try:
+        while end - pos >= min(len(n) for n in needles):
+            if pos - start >= LONG:  # a long line: windows read into one reused buffer
+                if buf is None:
+                    buf = bytearray(max(min(WINDOW, end - pos), longest))
+                    view = memoryview(buf)
+                assert view is not None
+                want = min(len(buf), end - pos)
+                n = os.preadv(fd, [view[:want]], pos)
+                hits = [i for i in (int(_sz.find(view, x, 0, n)) for x in needles) if i >= 0]
+            else:
+                want = min(block, end - pos)
+                data = os.pread(fd, want, pos)
+                n = len(data)
+                hits = [i for i in (data.find(x) for x in needles) if i >= 0]
+                block = min(block * 2, CHUNK)
+            if hits:
+                return pos + min(hits)
+            if n < want or pos + n >= end:
+                return -1  # the file ends here, or the range does
+            pos += n - keep  # a needle across two blocks is still found
+        return -1
+    finally:
+        if view is not None:
+            view.release()
+
+
 def rfind(fd: int, needle: bytes, start: int, end: int) -> int:
     """Offset of the last ``needle`` in the file's bytes ``[start, end)``, -1 if none: ``find``
     backwards (blocks read back from ``end``, windows past ``LONG`` bytes)."""

@@ -28,6 +28,8 @@ from wardrik_cli.store.fsutil import open_regular
 from wardrik_cli.errors import CorruptLedger, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
+from stringzilla import find as _sz_find
+
 from wardrik_cli.store.search import count, find, rfind
 
 AUDIT_STATE_KEY = "@audit"  # state-file name for the audit log; '@' is never in a log id
@@ -68,6 +70,11 @@ def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
     exact shape; such a line must be decoded and judged in full. A line in the shape is not
     proven valid JSON inside its data: readers use this only for lines they skip (filtered
     out), and ``wardrik check`` parses every line.
+
+    A decoder keeps a repeated key's last value: a line with another ``"sequence"`` key past
+    the one read here, another ``"time"`` key past the one read here, or a ``\\u00`` escape
+    anywhere (which can spell a key's letters) is not in the shape, whatever its start says:
+    read from bytes, such a line's sequence or time would not be the event's.
     """
     if raw[63:73] != _TYPE_KEY or not raw.startswith(HEAD) or raw[-2:] != b"}}" or count(raw, b'"specversion"') != 1:
         return None
@@ -81,6 +88,10 @@ def peek(raw: bytes) -> tuple[bytes, bytes, bytes] | None:
     seq = raw[k + 51:k + 63]
     if raw[k + 63:k + 64] != b'"' or not seq.isdigit():
         return None
+    end = len(raw)
+    if _sz_find(raw, b'"sequence"', k + 64, end) >= 0 or _sz_find(raw, b'"time"', k + 8, end) >= 0 \
+            or _sz_find(raw, b"\\u00", 0, end) >= 0:
+        return None  # a key given again, or one an escape may spell (see above)
     return raw[73:j], seq, t
 
 
@@ -125,15 +136,24 @@ def envelope(raw: bytes) -> dict[str, Any] | None:
 
 
 def head_envelope(fd: int, start: int, head: lines.Head) -> dict[str, Any] | None:
-    """``envelope`` of the long line at ``start`` from its ``head``, its last two bytes and a
-    search of the rest for a second ``"specversion"`` (what ``peek`` checks of a whole line),
-    without reading the line: a 200 MB line costs a search in place, not a 200 MB copy.
-    ``envelope`` finds each field by a forward search for bytes holding no ``}``, so in
-    ``head + b"}}"`` it finds them where the whole line has them, or not at all (None)."""
-    # HEAD's own key is at byte 1: a second one is searched for past it
-    if os.pread(fd, 2, head.stop - 2) != b"}}" or lines.find(fd, b'"specversion"', start + 2, head.stop) >= 0:
+    """``envelope`` of the long line at ``start`` from its ``head``, its last two bytes and one
+    search of the rest (what ``peek`` checks of a whole line: no second ``"specversion"``, no
+    ``"sequence"`` or ``"time"`` key past the ones read, no ``\\u00`` escape), without
+    reading the line: a 200 MB line costs a search in place, not a 200 MB copy. ``envelope``
+    finds each field by a forward search for bytes holding no ``}``, so in ``head + b"}}"``
+    it finds them where the whole line has them, or not at all (None)."""
+    if os.pread(fd, 2, head.stop - 2) != b"}}":
         return None
-    return envelope(head + b"}}")
+    env = envelope(head + b"}}")  # peek checked the head itself
+    if env is None:
+        return None
+    past = head.find(b'","time":"', head.find(b'"', 73)) + 64  # past the sequence's closing quote
+    if lines.find_any(fd, _AGAIN, start + min(past, len(head)), head.stop) >= 0:
+        return None
+    return env
+
+
+_AGAIN = (b'"specversion"', b'"sequence"', b'"time"', b"\\u00")  # what must not come again past the envelope
 
 
 class Watermark:
