@@ -432,17 +432,7 @@ def bench(ctx, h: ModuleType) -> list:
             return [Row(GROUP, f"{fig}, peak RSS", f"{peak / MB:.1f} MB", "-", "-", "<= 120 MB",
                         "PASS" if peak <= RSS_LIMIT else "MISS", note=f"wall {fmt(dt)}", raw={"rss": peak})]
 
-        def floor() -> list:
-            # what reading each file and decoding every line in Python costs, nothing else
-            dec = [sys.executable, str(Path(__file__).resolve().parent / "decode_floor.py"), *ds.files]
-            first = m.run(dec).cpu + m.run(cat).cpu
-            n = runs_for(5, 3, first, budget)
-            t = m.turns({"dec": (dec, {}), "cat": (cat, {})}, n)
-            return [ratio(f"{ds.label}: the floor (Python: read each file, decode every line, write) vs cat",
-                          t["dec"], t["cat"], None, f"benchmarks/decode_floor.py; runs {n} each")]
-
         out += guard(f"{fig}, CPU vs cat", cpu)
-        out += guard(f"{ds.label}: decode floor", floor)
         out += guard(f"{fig}, peak RSS", rss)
         return out
 
