@@ -230,3 +230,49 @@ def test_a_cursor_inside_a_recorded_gap_gets_the_rest_of_it_as_dropped(root):
     assert p.returncode == 0 and p.stderr == b"", p.stderr
     assert _seqs(jsonl(p.stdout)) == [("dropped", 1), "000000000007", "000000000008", "000000000009",
                                       "000000000010"]
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_since_window_that_reaches_a_recorded_gap_gets_its_notice(root, many):
+    """Events 1..3, then 4..6 dropped at their source (newest at :05), then 7..10: a read from
+    --since :04 starts at 7, and the window reaches dropped events: the notice comes first.
+    From :05.5 it does not: no notice, no warning."""
+    _holed(root, time="2026-10-22T09:00:05.000000Z")
+    if many:
+        write_log(root / "acme" / "b.jsonl", 2, start=START, pad=20, log_id="acme/b")
+    pattern = "acme/*" if many else "acme/a"
+    p = run_cli("page", pattern, "--since", "2026-10-22T09:00:04Z", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    got = [e for e in jsonl(p.stdout) if e["subject"] == "agents/acme/a"]
+    assert _seqs(got) == [("dropped", 3), "000000000007", "000000000008", "000000000009", "000000000010"]
+    p = run_cli("page", pattern, "--since", "2026-10-22T09:00:05.5Z", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    got = [e for e in jsonl(p.stdout) if e["subject"] == "agents/acme/a"]
+    assert _seqs(got) == ["000000000007", "000000000008", "000000000009", "000000000010"]
+
+
+def test_a_hole_just_before_a_since_window_is_told(root):
+    """No record: the hole between the last event before the window and the first in it may
+    hold events of the window, so a read from --since warns of it (it said nothing before)."""
+    _holed(root, record=False)
+    p = run_cli("page", "acme/a", "--since", "2026-10-22T09:00:04Z", "--all", "-F", "jsonl", root=root)
+    assert p.returncode == 0
+    assert _seqs(jsonl(p.stdout)) == ["000000000007", "000000000008", "000000000009", "000000000010"]
+    assert b"sequences 4..6 are missing (3 events)" in p.stderr
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_tail_shows_a_recorded_gap_between_the_events_it_shows(root, many):
+    """tail -n 5 across the recorded gap 4..6: the notice in place (as page has it), no
+    warning; tail -n 3 (7..10 only) shows none: the gap is before its window."""
+    _holed(root)
+    if many:
+        write_log(root / "acme" / "b.jsonl", 2, start=START, pad=20, log_id="acme/b")
+    pattern = "acme/*" if many else "acme/a"
+    p = run_cli("tail", "-n", "5", pattern, "-F", "jsonl", "-t", "tool_call.completed", root=root)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    got = [e for e in jsonl(p.stdout) if e["subject"] == "agents/acme/a"]
+    want = ["000000000003", ("dropped", 3), "000000000007", "000000000008", "000000000009", "000000000010"]
+    assert _seqs(got) == want  # acme/b's two events are older than acme/a's last five
+    p = run_cli("tail", "-n", "4", "acme/a", "-F", "jsonl", root=root)
+    assert p.returncode == 0 and p.stderr == b"" and DROPPED.encode() not in p.stdout

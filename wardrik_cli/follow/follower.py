@@ -59,7 +59,7 @@ from wardrik_cli.read.scan import OnGap, scan
 from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
     KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, window_reaches_dropped,
 )
-from wardrik_cli.store.recorded_gaps import RecordedGap
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
@@ -304,6 +304,33 @@ class Follower:
                     st.position, st.last_id = reader.positions[log.name], None
                 self.positions[log.name] = st.position
 
+    def _recorded_between(self, chosen: list[tuple[str, int, bytes, dict[str, Any]]],
+                          views: dict[str, LogView]) -> dict[tuple[str, int], list[Item]]:
+        """The ``events.dropped`` of the recorded gaps (``store.recorded_gaps``) between two
+        events of a log that a read-back shows, keyed by the event each comes before: what
+        ``page`` shows in the same place. Gaps older than ``--since`` are not in the window."""
+        out: dict[tuple[str, int], list[Item]] = {}
+        if not chosen or not any_recorded(views[chosen[0][0]].log.root):
+            return out
+        since = self.filters.since
+        last: dict[str, int] = {}
+        gaps: dict[str, dict[int, RecordedGap]] = {}
+        for name, seq, _raw, ev in chosen:
+            prev = last.get(name)
+            last[name] = seq
+            if prev is None or seq == prev + 1:
+                continue
+            view = views[name]
+            if name not in gaps:
+                gaps[name] = read_gaps(view.log.root, view.log.state_key)
+            found, _rest = covered(gaps[name], prev, seq)
+            for g in found:
+                if since is not None and g.time is not None and g.time < since:
+                    continue
+                raw, notice = gap_notice(view.log, view, g, ev["time"], self.deployment)
+                out.setdefault((name, seq), []).append(Item(name, raw, notice, None))
+        return out
+
     def _read_back_last(self, logs: list[Log]) -> Iterator[Item]:
         """The last n accepted events across the logs (``read.backward``: read backwards side
         by side, memory n lines whatever the number of logs)."""
@@ -323,11 +350,13 @@ class Follower:
                 view.first()  # what a dropped notice needs, known before the file is closed
                 if many:
                     view.release()
-            reporters = {log.name: gap_reporter(log, self.warn) for log in logs}
+            # a recorded gap is an events.dropped among the events shown (below), not a warning
+            reporters = {log.name: gap_reporter(log, self.warn, [], since=self.filters.since) for log in logs}
             back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt,
                             on_gap=lambda name, a, b: _tell(reporters[name], a, b))
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
+            recorded = self._recorded_between(chosen, by_name)
             first_shown: dict[str, int] = {}
             for name, seq, _raw, _ev in chosen:
                 first_shown.setdefault(name, seq)
@@ -352,6 +381,8 @@ class Follower:
         for it in notices:
             yield self._hand_out(it)
         for name, seq, raw, ev in chosen:
+            for it in recorded.get((name, seq), ()):
+                yield self._hand_out(it)
             yield self._hand_out(Item(name, raw, ev, seq))
             if self._stopped:
                 return

@@ -30,7 +30,7 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.read.merge import Entry, Source, merge_batches
 from wardrik_cli.read.scan import OnGap
-from wardrik_cli.store.log import Log, LogView, decode_event, peek
+from wardrik_cli.store.log import Log, LogView, decode_event, head_envelope, peek
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.read.scan import scan
 from wardrik_cli.read.whole import whole_span
@@ -119,12 +119,13 @@ class Item:
 
 
 def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[RecordedGap] | None = None, *,
-                 recorded: bool | None = None) -> OnGap | None:
+                 recorded: bool | None = None, since: str | None = None) -> OnGap | None:
     """What a read of ``log`` does when its sequence jumps: a warning naming the missing
     events, unless a record says they were dropped at their source (``store.recorded_gaps``):
     then the recorded gap goes to ``pending``, for the caller to hand out as an
     ``events.dropped`` before the next line (``gap_notice``), or, without ``pending``, a
-    warning that says so. ``recorded``: whether the root has gap records (None: look)."""
+    warning that says so; nothing when its newest dropped event is older than ``since``
+    (the window never reached it). ``recorded``: whether the root has gap records (None: look)."""
     if recorded is None:
         recorded = any_recorded(log.root)
     gaps = read_gaps(log.root, log.state_key) if recorded else {}
@@ -137,6 +138,8 @@ def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[Rec
     def on_gap(before: int, after: int) -> None:
         found, rest = covered(gaps, before, after, firsts)
         for g in found:
+            if since is not None and g.time is not None and g.time < since:
+                continue  # all of it older than the window
             if pending is not None:
                 pending.append(g)
             elif warn is not None:
@@ -273,7 +276,14 @@ class Reader:
                 self.warn(f"{log.name}: its times are not in order, so --since read it from the start "
                           "(see `wardrik check`)")
             if at_time > start:
-                start, exact = at_time, False
+                # The read starts at the first event of the window: the one before it (just
+                # outside) is where the sequence must run on from, so a hole between them, in
+                # the window's reach, is told (an events.dropped if recorded, else a warning).
+                before = _seq_before(view, at_time) if view.sorted_by_time else None
+                if before is not None and before >= pos:
+                    start, pos, exact = at_time, before, True
+                else:
+                    start, exact = at_time, False
         return view, start, pos, exact
 
     def judge(self, name: str, pending: list[RecordedGap] | None = None
@@ -288,7 +298,7 @@ class Reader:
         f = self.filters
         accepts = None if f.only_times and f.since is None else f.accepts
         log = self._by_name[name]
-        return accepts, gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None)
+        return accepts, gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None, since=f.since)
 
     def gap_notice(self, name: str, gap: RecordedGap, next_time: str) -> tuple[bytes, Notice]:
         return gap_notice(self._by_name[name], self.views[name], gap, next_time, self.deployment)
@@ -458,6 +468,25 @@ def _once_each(on_corrupt: Callable[[CorruptLedger], None]) -> Callable[[Corrupt
             on_corrupt(e)
 
     return tell
+
+
+def _seq_before(view: LogView, offset: int) -> int | None:
+    """The sequence of the complete line ending at ``offset``, or None (no line, or one whose
+    sequence cannot be read: the read then starts there without a sequence to run on from)."""
+    if view.fd is None or offset <= 0:
+        return None
+    for off, raw in lines.iter_lines_backward(view.fd, offset, lines.PROBE):
+        if isinstance(raw, lines.Head):
+            env = head_envelope(view.fd, off, raw)
+            return int(env["sequence"]) if env is not None else None
+        p = peek(raw)
+        if p is not None:
+            return int(p[1])
+        try:
+            return int(decode_event(raw)["sequence"])
+        except ValueError:
+            return None
+    return None
 
 
 def _time_at(view: LogView, offset: int) -> str | None:
