@@ -117,3 +117,25 @@ def test_append_refuses_after_a_malformed_time(tmp_path):
     p = wr(root, "append", "a/x", "trigger.fired", "--data", DATA)
     assert p.returncode == 1 and b"zzzz" in p.stderr and b"x.jsonl:1:" in p.stderr
     assert (root / "a" / "x.jsonl").read_bytes() == before  # before: "zzzz" was copied into the new line
+
+
+@pytest.mark.subprocess
+def test_a_symlinked_folder_is_refused_from_a_relative_root(tmp_path):
+    """The root given as "." (the default) or as a relative path: its logs' paths are
+    relative (pathlib drops "./"), and a folder that is a link is still refused, deep down too."""
+    import subprocess
+
+    from tests.conftest import WARDRIK
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deep").mkdir(parents=True)
+    root = tmp_path / "root"
+    (root / "acme").mkdir(parents=True)
+    (root / "acme" / "team").symlink_to(elsewhere, target_is_directory=True)
+    (root / "ops").symlink_to(elsewhere, target_is_directory=True)
+    for cwd, args in ((root, []), (tmp_path, ["--root", "root"]), (tmp_path, ["--root", "./root"])):
+        for log in ("ops/x", "acme/team/x", "acme/team/deep/x"):
+            p = subprocess.run([WARDRIK, *args, "append", log, "trigger.fired", "--data", DATA], cwd=cwd,
+                               capture_output=True, timeout=60)
+            assert p.returncode == 1 and b"symbolic link" in p.stderr, (cwd, args, log, p.stderr)
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["deep"]  # nothing written outside the root
