@@ -258,7 +258,7 @@ def test_a_failing_log_does_not_stop_the_others(tmp_path):
     bad = r / "acme/bad.jsonl"
     write_spread(bad, events=100, days=100, log_id="acme/bad")
     lines = bad.read_bytes().splitlines(keepends=True)
-    lines[0] = b"this is not json\n"  # its first line: where the sequence goes on from is unknown
+    lines[-1] = b"this is not json\n"  # its last line: where the sequence goes on from is unknown
     bad.write_bytes(b"".join(lines))
     p = run_cli("compact", "--retention", "10d", "--format", "json", root=r)
     assert p.returncode == 1
@@ -268,3 +268,24 @@ def test_a_failing_log_does_not_stop_the_others(tmp_path):
     assert "corrupt" in by["acme/bad"]["error"]
     assert b"acme/bad" in p.stderr and p.stderr.startswith(b"error: ")
     assert bad.read_bytes() == b"".join(lines)  # untouched
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_damaged_first_line_is_kept_beside_the_log_and_the_rest_swept(tmp_path, skip):
+    """The first line is not an event: it is in the part dropped, so its bytes are kept beside
+    the log (as any damaged line there), the log is swept from its first event on, and the
+    run exits 1 unless --skip-corrupt (it used to refuse the log for good)."""
+    r = tmp_path / "root"
+    (r / ".wardrik").mkdir(parents=True)
+    bad = r / "acme/bad.jsonl"
+    write_spread(bad, events=100, days=100, log_id="acme/bad")
+    lines = bad.read_bytes().splitlines(keepends=True)
+    lines[0] = b"this is not json\n"
+    bad.write_bytes(b"".join(lines))
+    p = run_cli("compact", "--retention", "10d", "--format", "json", *(["--skip-corrupt"] if skip else []), root=r)
+    assert p.returncode == (0 if skip else 1), p.stderr
+    row = orjson.loads(p.stdout)["logs"][0]
+    assert row["dropped"] >= 85 and "error" not in row, row
+    kept = list((r / "acme").glob("bad.jsonl.damaged-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == b"this is not json\n"
+    assert run_cli("check", root=r).returncode == 0

@@ -6,6 +6,12 @@ Contract kept here:
 - On a folder that is already a root, only the settings given change; the others (and any
   key this version does not know) are kept as they were. Nothing given: nothing changes.
 - Values are validated before anything is created: a bad one writes nothing.
+- The file is edited as text (comments and layout stay), and the edit is proven before it is
+  written: the old file must parse as TOML, and the new one must parse to the old settings
+  with exactly the given ones set. A file whose shape the edit cannot handle (the key inside a
+  multi-line string or array, say) is refused (exit 2, naming it), never half rewritten.
+- ``config.toml`` is read only if it is a regular file (no link followed, no FIFO waited on)
+  of at most ``MAX_CONFIG`` bytes.
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
         return made, []
     path = root.config_path
     lines = _read_lines(path)
+    before = _parse(path, "\n".join(lines))
     changed = []
     for key, value in wanted.items():
         line = f'{key} = "{value}"'  # every value is validated: no quote or backslash in it
@@ -58,6 +65,13 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
             changed.append(key)
     if changed:
         try:
+            after: dict[str, object] | None = _parse(path, "\n".join(lines) + "\n")
+        except BadConfig:
+            after = None
+        if after != {**before, **wanted}:
+            raise BadConfig(f"{path}: cannot set {', '.join(changed)} in it without changing what else it says "
+                            "(a key inside a multi-line string or array?); edit it by hand")
+        try:
             write_atomic(path, ("\n".join(lines) + "\n").encode())
         except OSError as e:
             raise Failure(f"cannot write {path}: {e.strerror}") from None
@@ -65,13 +79,42 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
     return made, changed
 
 
+MAX_CONFIG = 1 << 20  # a config.toml past this is not one a person wrote
+
+
 def _read_lines(path: Path) -> list[str]:
+    import os
+
+    from wardrik_cli.errors import NotRegular
+    from wardrik_cli.store.fsutil import open_regular
+
     try:
-        text = path.read_bytes().decode("utf-8")
+        fd = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
-    except UnicodeDecodeError:
-        raise BadConfig(f"{path}: not UTF-8") from None
+    except NotRegular as e:
+        raise BadConfig(str(e).replace("not a log file", "not a regular file")) from None
     except OSError as e:
         raise Failure(f"cannot read {path}: {e.strerror}") from None
+    try:
+        data = os.read(fd, MAX_CONFIG + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG:
+        raise BadConfig(f"{path}: over {MAX_CONFIG:,} bytes; not a settings file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadConfig(f"{path}: not UTF-8") from None
     return text.splitlines()
+
+
+def _parse(path: Path, text: str) -> dict[str, object]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise BadConfig(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise BadConfig(f"{path}: nested too deep") from None

@@ -35,11 +35,14 @@ from __future__ import annotations
 import os
 import re
 import time
+from operator import itemgetter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 
 from wardrik_cli.store import lines
@@ -187,8 +190,11 @@ def parse_retention(text: str) -> timedelta:
     return d
 
 
+_loads = orjson.loads  # decode_event's decoder
+_SEQ, _TYPE, _TIME = itemgetter("sequence"), itemgetter("type"), itemgetter("time")
 _SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?", re.I)
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+MAX_SIZE = 1 << 60  # a bound past any disk, well inside the 64-bit integers a record holds
 
 
 def parse_size(text: str | int, what: str = "--max-bytes") -> int:
@@ -202,6 +208,10 @@ def parse_size(text: str | int, what: str = "--max-bytes") -> int:
 
             raise BadInput(f"bad {what} {text!r}: use a size such as 500M, 2G or 800K (units of 1,024 bytes)")
         n = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+    if n > MAX_SIZE:
+        from wardrik_cli.errors import BadInput
+
+        raise BadInput(f"bad {what} {text!r}: at most {MAX_SIZE >> 50} PiB")
     if n <= 0:
         from wardrik_cli.errors import BadInput
 
@@ -422,13 +432,19 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             gaps: list[tuple[str, str, str, int, int, str | None]] = []
             if slots and cut > 0:
                 cut, gaps = _hold_for_targets(log, fd, end0, cut, slots, lag_cutoff, res)
-            first = lines.first_line(fd, end0)
             last = lines.last_line(fd, end0)
-            first_seq = _seq(*first) if first else None
             last_seq = _seq(*last) if last else None
+            # the first event (a damaged first line is in the part dropped, kept beside the log)
+            first_seq = _first_seq(fd, cut) if last is not None else None
             kept_first = _seq_at(lines.line_at_or_after(fd, cut, end0)) if cut < end0 else None
+            if first_seq is None:
+                first_seq = kept_first if kept_first is not None else last_seq
         except _Unreadable as e:
             raise Failure(f"{e.what} at byte {e.offset} (see `wardrik check`); not compacted") from None
+        if first_seq is not None and last_seq is not None and not (
+                first_seq <= last_seq and (kept_first is None or first_seq <= kept_first <= last_seq)):
+            raise Failure(f"its sequences go back (first {first_seq}, last {last_seq}; see `wardrik check`); "
+                          "not compacted")
         if first_seq is not None and last_seq is not None:  # the log has a complete line
             res.dropped = (kept_first if kept_first is not None else last_seq + 1) - first_seq
             res.kept = (last_seq - kept_first + 1) if kept_first is not None else 0
@@ -533,24 +549,49 @@ def _hold_for_targets(log: Log, fd: int, end0: int, cut: int, slots: list[Slot],
     return new, gaps
 
 
+def _first_seq(fd: int, cut: int) -> int | None:
+    """The sequence of the first event before ``cut`` (lines that are not events are passed
+    over: ``_damaged_lines`` keeps them), or None when there is none."""
+    for _off, raw in lines.iter_lines(fd, 0, cut):
+        try:
+            return int(decode_event(raw)["sequence"])
+        except ValueError:
+            continue
+    return None
+
+
 def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
-    """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. A block
-    whose every line is in this tool's shape (a few byte counts say so) is passed whole; the
-    others are looked at line by line."""
+    """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. Every
+    line is decoded (a line's shape says nothing of the JSON inside it): a block at a time in
+    C (``_all_events``), line by line only in a block that holds a bad one."""
     bad: list[tuple[int, bytes]] = []
     for off, data, size in lines.iter_spans(fd, 0, cut):
-        n = count(data, b"\n", 0, size)
-        if block_shape(data, size, n) is not None:
+        raws = data[:size - 1].split(b"\n")
+        if _all_events(raws):
             continue
         here = off
-        for raw in data.split(b"\n")[:n]:
-            if peek(raw) is None:
-                try:
-                    decode_event(raw)
-                except ValueError:
-                    bad.append((here, raw))
+        for raw in raws:
+            try:
+                decode_event(raw)
+            except ValueError:
+                bad.append((here, raw))
             here += len(raw) + 1
     return bad
+
+
+def _all_events(raws: list[bytes]) -> bool:
+    """Is every line an event as ``store.log.decode_event`` judges one (its decoder, its
+    checks), judged in C over the list? False sends the block to be judged line by line."""
+    try:
+        events = list(map(_loads, raws))
+        seqs = list(map(_SEQ, events))
+        digits = "".join(seqs)  # every one a string, or join refuses
+        "".join(map(_TYPE, events))
+        "".join(map(_TIME, events))
+    except (ValueError, KeyError, TypeError):
+        return False
+    return len(digits) == 12 * len(seqs) and digits.isascii() and digits.isdigit() \
+        and all(len(q) == 12 for q in seqs)
 
 
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
