@@ -18,7 +18,9 @@ Contract kept here:
   has the same bytes and sequence; the line ending just before ``offset`` has the same bytes
   (so the same sequence and id; a truncation, or an in-place edit of that line, changes
   them). Anything unreadable, of another shape or version, or not matching is discarded,
-  never trusted, and overwritten by the next save.
+  never trusted, and overwritten by the next save. A checkpoint that is a link (or under a
+  linked folder), a FIFO, a device or over ``MAX_BYTES`` is none (``Root.read_state``): never
+  followed, waited on or read whole; a state too big to be read back is not saved.
 - The limit: an in-place edit (same inode) of a line between the first and the checkpoint's
   own, keeping the checkpoint's line at the same offset, is not seen (catching it would mean
   reading the log, which a checkpoint exists to avoid). ``wardrik check`` verifies every
@@ -26,7 +28,8 @@ Contract kept here:
 - A valid checkpoint is only replaced by one at a higher sequence (the callers' rule).
 - Writes are atomic (a temporary file beside it, then rename) and only on a writable root:
   on a read-only root (no write permission, or a copy with every write bit cleared) nothing
-  is created. A failed save is silent: a fold never fails because its cache cannot be kept.
+  is created, nor through a folder that is a link (``Root.state_dir``). A failed save is
+  silent: a fold never fails because its cache cannot be kept.
 """
 from __future__ import annotations
 
@@ -39,11 +42,13 @@ from typing import Any
 
 import orjson
 
+from wardrik_cli.errors import NotRegular
 from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import writable_dir, write_atomic
 from wardrik_cli.store.log import Log, LogView, decode_event, envelope
 
 FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
+MAX_BYTES = 64 << 20  # a checkpoint past this is not read (nor saved): the fold reads the log
 
 
 @dataclass
@@ -80,10 +85,12 @@ def root_writable(log: Log) -> bool:
 
 def load(log: Log, lv: LogView, view_name: str, version: str) -> Checkpoint | None:
     """The checkpoint of this (log, view), if it is readable and matches the log now; else None."""
-    p = path_for(log, view_name)
+    raw = log.root.read_state(path_for(log, view_name), MAX_BYTES)
+    if raw is None:
+        return None
     try:
-        doc = orjson.loads(p.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         return None
     try:
         if not (isinstance(doc, dict) and doc.get("checkpoint") == FORMAT and doc.get("log") == log.name
@@ -141,11 +148,13 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
                          "line_sha256": _sha256(last_raw), "first_seq": first_seq,
                          "first_sha256": _sha256(first[1])})
     body = head[:-1] + b',"state":' + state_json + b"}"
+    if len(body) > MAX_BYTES:
+        return False  # load would not read it back
     p = path_for(log, view_name)
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+        log.root.state_dir(p)
         # Not durable: a checkpoint lost or cut short by a crash is unreadable, hence discarded.
         write_atomic(p, body, durable=False, tmp=p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"))
         return True
-    except OSError:
+    except (OSError, NotRegular):
         return False

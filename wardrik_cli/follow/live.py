@@ -22,6 +22,10 @@ Contract kept here:
 - With no follower, ``publish``/``notify_kept`` cost one ``listdir`` of a directory that
   usually does not exist, create nothing and return at once. Nothing here is imported at
   start-up beyond the standard library, and ``socket`` only when there is someone to send to.
+- A ``.wardrik`` or ``live`` folder that is a link holds no follower: nothing is sent,
+  read or removed through it, and a follower refuses to register there (``NotRegular``). A
+  registration file is read with ``fsutil.read_small`` (a link, FIFO or a file over
+  ``MAX_REG_BYTES`` is no registration: never followed, waited on or read whole).
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ SNDBUF = 1 << 22
 # A datagram must fit the kernel's socket buffers (net.core.wmem_default is 212992 bytes):
 # a live event larger than this is refused when it is published, never silently lost.
 MAX_LIVE_BYTES = 128 * 1024
+MAX_REG_BYTES = 1 << 20  # a pid and the follower's patterns
 
 
 def live_dir(root: Any) -> str:
@@ -60,19 +65,32 @@ class _Registration:
         return any(pattern_regex(p).fullmatch(log_id) for p in self.patterns)
 
 
-def _registrations(d: str) -> list[_Registration]:
+def _names(d: str) -> list[str] | None:
+    """The live folder's entries; None when it is missing, or when it or ``.wardrik`` is a
+    link (nothing is sent to, read from or removed in a folder outside the root)."""
+    import stat
+
     try:
-        names = os.listdir(d)
+        if any(stat.S_ISLNK(os.lstat(p).st_mode) for p in (os.path.dirname(d), d)):
+            return None
+        return os.listdir(d)
     except OSError:
+        return None
+
+
+def _registrations(d: str) -> list[_Registration]:
+    names = _names(d)
+    if not names:
         return []
     out = []
     for name in names:
         if not name.endswith(REG_SUFFIX) or name.startswith("."):
             continue
         token = name[: -len(REG_SUFFIX)]
+        from wardrik_cli.store.fsutil import read_small  # only when someone is registered
+
         try:
-            with open(os.path.join(d, name), "rb") as f:
-                obj = _loads(f.read())
+            obj = _loads(read_small(Path(d, name), MAX_REG_BYTES) or b"null")
             patterns = [p for p in obj["patterns"] if isinstance(p, str)]
             types = obj.get("types")
             types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else None
@@ -202,9 +220,8 @@ def notify_kept(root: Any, log_id: str, lines: list[bytes]) -> None:
 def cleanup_stale(root: Any) -> int:
     """Remove registrations whose follower is gone; returns how many. Safe to run any time."""
     d = live_dir(root)
-    try:
-        names = os.listdir(d)
-    except OSError:
+    names = _names(d)
+    if not names:
         return 0
     import socket
 
@@ -273,11 +290,12 @@ class Subscription:
         import secrets
         import socket
 
-        from wardrik_cli.store.fsutil import write_atomic
 
         self.dir = live_dir(root)
+        from wardrik_cli.store.fsutil import state_dirs
+
         cleanup_stale(root)
-        os.makedirs(self.dir, exist_ok=True)
+        state_dirs(Path(self.dir, "x"), create=True)  # one level at a time; NotRegular for a link
         self.token = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._h = _DirHandle(self.dir)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
@@ -287,6 +305,8 @@ class Subscription:
             except OSError:
                 pass
             self.sock.bind(self._h.path(self.token + SOCK_SUFFIX))
+            from wardrik_cli.store.fsutil import write_atomic
+
             write_atomic(Path(self.dir) / (self.token + REG_SUFFIX),
                          json.dumps({"pid": os.getpid(), "patterns": list(patterns), "types": types}).encode(),
                          durable=False, tmp=Path(self.dir) / f".{self.token}.tmp")

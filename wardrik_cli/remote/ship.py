@@ -61,7 +61,7 @@ from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Meta, Store
 from wardrik_cli.store import lines, ship_slots
-from wardrik_cli.store.fsutil import fsync_dir, write_all, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, read_capped, write_all, write_atomic
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import _TYPE_KEY, HEAD, Log, LogView, decode_event, peek
 
@@ -83,17 +83,21 @@ def root_identity(root: Root) -> tuple[str, str]:
     where = f"{socket.gethostname()}:{root.path.resolve()}"
     for _ in range(2):
         try:
-            rid = p.read_text().strip()
+            # never through a link, never waiting on a FIFO, never more than a line
+            rid = read_capped(p, 1 << 10, what="root id file").decode("ascii").strip()
             if re.fullmatch(r"[0-9a-f]{32}", rid):
                 return rid, where
             raise Failure(f"{p} does not hold a root id (32 hex digits); move it away to make a new one")
         except FileNotFoundError:
             pass
+        except NotRegular as e:
+            raise Failure(f"{e}; move it away to make a new one") from None
         except (OSError, UnicodeDecodeError) as e:
             raise Failure(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
         tmp = p.with_name(f".{p.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            root.state_dir(p)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             try:
                 write_all(fd, os.urandom(16).hex().encode() + b"\n")
                 os.fsync(fd)
@@ -274,12 +278,13 @@ class PositionCache:
 
     def __init__(self, root: Root, target: str):
         # store.ship_slots reads it too: the replication slot's confirmed positions
+        self.root = root
         self.path = ship_slots.positions_path(root, target)
         self.target = ship_slots.normal_url(target)
         self.logs: dict[str, dict[str, Any]] = {}
         self.dirty = False
         try:
-            d = orjson.loads(self.path.read_bytes())
+            d = orjson.loads(root.read_state(self.path, ship_slots.MAX_BYTES) or b"null")
             if isinstance(d, dict) and d.get("target") == target and isinstance(d.get("logs"), dict):
                 self.logs = {k: v for k, v in d["logs"].items() if isinstance(v, dict)}
         except (OSError, ValueError):
@@ -300,10 +305,10 @@ class PositionCache:
         if not self.dirty:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.root.state_dir(self.path)
             write_atomic(self.path, orjson.dumps({"target": self.target, "logs": self.logs}), durable=False)
             self.dirty = False
-        except OSError:
+        except (OSError, NotRegular):
             pass  # a cache: the next run finds its way from the store
 
 

@@ -16,6 +16,9 @@ Contract kept here, in order, for every append (one event or a whole batch):
 7. On a failed write the whole lines already written stay, in sequence, and are reported
    (``WriteFailed.written``); the partial last line is a torn tail for the next append.
 Only after step 6 does the caller print: printed means durable.
+The note of the file last verified (``.wardrik/verified/<log>@json``) is a cache read with
+``Root.read_state`` (a link, FIFO, device or oversized file is no note: never followed,
+waited on or read whole) and written only in folders that are not links (``Root.state_dir``).
 """
 from __future__ import annotations
 
@@ -30,8 +33,8 @@ from typing import Any
 import orjson
 
 from wardrik_cli.store import lines
-from wardrik_cli.errors import BadEvent, CorruptLedger, WriteFailed
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, write_atomic, write_new
+from wardrik_cli.errors import BadEvent, CorruptLedger, NotRegular, WriteFailed
+from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, write_atomic, write_new
 from wardrik_cli.protocol.envelope import (
     GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
     trace_id_of,
@@ -286,7 +289,7 @@ def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
     st = os.fstat(view.fd)
     start, held = 0, None
     try:
-        note = orjson.loads(_verified_path(log).read_bytes())
+        note = orjson.loads(log.root.read_state(_verified_path(log), MAX_RECORD_BYTES) or b"null")
         if (note["ino"], note["mtime_ns"], note["size"]) == (st.st_ino, st.st_mtime_ns, view.end):
             start, held = note["size"], note
     except (OSError, ValueError, KeyError, TypeError):
@@ -305,10 +308,10 @@ def _save_verified(log: Log, fd: int, open_trace: str | None) -> None:
     st = os.fstat(fd)
     path = _verified_path(log)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        log.root.state_dir(path)
         write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
                                          "trace": open_trace}), durable=False)
-    except OSError:
+    except (OSError, NotRegular):
         pass  # only a cache: the next append verifies the whole file instead
 
 

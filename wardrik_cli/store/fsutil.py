@@ -6,17 +6,34 @@ the same directory, optionally fsyncs it, renames it over ``path`` and (when dur
 the directory so the rename itself survives a crash. A non-durable write is for caches,
 where a lost update is only slower. The sweep replaces logs and their records in batches
 (``store.replace``) with the same steps, syncing a batch at once (``sync_files``).
+
+The tool's own files (``ROOT/.wardrik/...``: records, notes, checkpoints, locks, config) are
+as hostile as the logs. ``read_small`` is how every one of them is read: never through a
+link (neither the file nor a folder from ``.wardrik`` down), never waiting on a FIFO or
+device, never more than its cap (anything else reads as no record; ``read_capped`` says
+why, for the config, which is refused instead). ``state_dirs`` checks, and before a write
+makes, those folders one level at a time, refusing a link among them (``NotRegular``): the
+file itself is then opened with ``O_NOFOLLOW``. A link planted in the instant between the
+check and the open is not caught (the same limit as ``Root.check_folders``).
 """
 from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from wardrik_cli.errors import NotRegular
 
 MAX_DEPTH = 128  # folders below the one swept: a log id (at most 200 characters) has fewer
+TOOL_DIR = ".wardrik"  # a root's own folder; never a segment of a log id (no leading dot)
+READ_BLOCK = 1 << 20
+MAX_RECORD_BYTES = 1 << 16  # a record or note of the tool's (a watermark, a verified note): a few hundred bytes
+
+
+class TooBig(NotRegular):
+    """A tool's file past its size cap: never read whole (a sparse 3 GB file, a link to /dev/zero)."""
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -25,20 +42,19 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
+def open_regular(path: Path, flags: int, mode: int = 0o644, *, what: str = "log file") -> int:
     """Open a log (or any file wardrik keeps under a root) only if it is a regular file.
 
     A symbolic link is never followed (``O_NOFOLLOW``: nothing is read or written outside
     the root through one), and a FIFO, socket or device is never waited on (``O_NONBLOCK``,
     then an ``S_ISREG`` check before any read, lock or write): ``NotRegular`` instead.
-    FileNotFoundError and other OSErrors pass through."""
-    import stat
-
+    FileNotFoundError and other OSErrors pass through. ``what`` names the file's kind in
+    the message (``lock file``: "not a lock file")."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise NotRegular(f"{path} is a symbolic link; wardrik never follows links to logs") from None
+            raise NotRegular(f"{path} is a symbolic link; wardrik never follows links to {what}s") from None
         raise
     st_mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(st_mode):
@@ -46,8 +62,85 @@ def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
         kind = "a directory" if stat.S_ISDIR(st_mode) else "a FIFO" if stat.S_ISFIFO(st_mode) else \
             "a socket" if stat.S_ISSOCK(st_mode) else "a device" if stat.S_ISCHR(st_mode) or stat.S_ISBLK(st_mode) \
             else "not a regular file"
-        raise NotRegular(f"{path} is {kind}, not a log file")
+        raise NotRegular(f"{path} is {kind}, not a {what}")
     return fd
+
+
+def _kind(st_mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(st_mode) else "a FIFO" if stat.S_ISFIFO(st_mode) else \
+        "a socket" if stat.S_ISSOCK(st_mode) else "a device" if stat.S_ISCHR(st_mode) or stat.S_ISBLK(st_mode) \
+        else "a file"
+
+
+def state_dirs(path: Path, *, create: bool = False, seen: set[str] | None = None) -> None:
+    """Check the folders from ``ROOT/.wardrik`` down to ``path``'s own (a file of the tool's
+    under a root): ``NotRegular`` names the first that is a symbolic link or not a folder, so
+    nothing is read or written outside the root through one. ``create``: missing folders are
+    made one level at a time (each checked after it is made); else a missing folder ends the
+    walk (nothing can be read under it, and the open that follows says so). The root itself
+    may be a link (the operator's choice), as may anything above it. ``seen``: folders already
+    found real, skipped and added to (a ``Root``'s cache). A path with no ``.wardrik`` folder
+    is left to its final open's ``O_NOFOLLOW``."""
+    parts = Path(path).parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == TOOL_DIR:
+            break
+    else:
+        return
+    here = os.path.join(*parts[:i]) if i else "."
+    for part in parts[i:-1]:
+        here = os.path.join(here, part)
+        if seen is not None and here in seen:
+            continue
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            if not create:
+                return
+            try:
+                os.mkdir(here)
+            except FileExistsError:
+                pass  # made meanwhile by another writer (or planted: looked at below)
+            mode = os.lstat(here).st_mode
+        if stat.S_ISLNK(mode):
+            raise NotRegular(f"{here} is a symbolic link; wardrik never follows links out of a root")
+        if not stat.S_ISDIR(mode):
+            raise NotRegular(f"{here} is {_kind(mode)}, not a folder")
+        if seen is not None:
+            seen.add(here)
+
+
+def read_capped(path: Path, limit: int, *, what: str = "state file", seen: set[str] | None = None) -> bytes:
+    """The bytes of a tool's file of at most ``limit`` bytes (``state_dirs`` then
+    ``open_regular``: no link followed, no FIFO waited on). Raises FileNotFoundError,
+    ``NotRegular`` (``TooBig`` past the cap, found by ``fstat`` or by reading at most
+    ``limit + 1`` bytes: a device or a file growing meanwhile never costs more), OSError."""
+    state_dirs(path, seen=seen)
+    fd = open_regular(path, os.O_RDONLY, what=what)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise TooBig(f"{path} is over {limit} bytes, too big for a {what}")
+        buf = bytearray()
+        while len(buf) <= limit:
+            chunk = os.read(fd, min(READ_BLOCK, limit + 1 - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        os.close(fd)
+    if len(buf) > limit:
+        raise TooBig(f"{path} is over {limit} bytes, too big for a {what}")
+    return bytes(buf)
+
+
+def read_small(path: Path, limit: int, *, seen: set[str] | None = None) -> bytes | None:
+    """``read_capped``, or None when the file is missing, unreadable, a link (or under a linked
+    folder), not a regular file or over ``limit``: how a record, note, checkpoint or cache of
+    the tool's is read, where anything but a file the tool wrote means "no record"."""
+    try:
+        return read_capped(path, limit, seen=seen)
+    except (OSError, NotRegular):
+        return None
 
 
 def fsync_dir(path: Path) -> None:
@@ -155,8 +248,6 @@ def writable_dir(path: Path) -> bool:
     """May wardrik write under this directory? No on a read-only mount, and no on a
     directory with every write bit cleared: an evidence copy someone made read-only on
     purpose, which root (as these tools often run) could otherwise still write to."""
-    import stat
-
     try:
         st = os.stat(path)
         vfs = os.statvfs(path)

@@ -6,6 +6,12 @@ Contract kept here:
   registrations). Patterns never match anything under it, nor under any dot-directory.
 - Patterns are globs (``*`` any run of characters, ``/`` included; ``?`` one character),
   never regular expressions from the user.
+- ``.wardrik/config.toml`` is user input: one that is a link (or under a linked
+  ``.wardrik``), a FIFO, a device or anything not a regular file, or over ``MAX_CONFIG_BYTES``,
+  is refused (``BadConfig`` naming it and why), never followed, waited on or read whole.
+- The tool's other files are read and written only through folders that are not links
+  (``state_dir``, ``fsutil.state_dirs``): a linked ``.wardrik`` or ``.wardrik/<kind>``
+  holds no record for a reader and is refused to a writer.
 """
 from __future__ import annotations
 
@@ -17,11 +23,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from wardrik_cli.errors import BadConfig, NoSuchRoot
+from wardrik_cli.errors import BadConfig, NoSuchRoot, NotRegular
 from wardrik_cli.protocol.names import (
     DEFAULT_DEPLOYMENT, LOG_SUFFIX, has_wildcards, is_log_id, pattern_regex, validate_deployment,
     validate_log_id, validate_pattern,
 )
+from wardrik_cli.store.fsutil import read_capped, read_small, state_dirs
+
+MAX_CONFIG_BYTES = 1 << 20  # a few lines of TOML: anything past this is not a config
 
 class Config:
     """What ``.wardrik/config.toml`` says (a plain class: dataclasses cost start-up time)."""
@@ -86,12 +95,22 @@ class Root:
                 continue
             try:
                 if stat.S_ISLNK(os.lstat(here).st_mode):
-                    from wardrik_cli.errors import NotRegular
-
                     raise NotRegular(f"{here} is a symbolic link; wardrik never follows links out of a root")
             except FileNotFoundError:
                 return
             checked.add(here)
+
+    def state_dir(self, path: Path) -> None:
+        """Make the folders of the tool's file ``path`` (``.wardrik/<kind>/...``) before it is
+        written, one level at a time; ``NotRegular`` names one that is a link or not a folder
+        (``fsutil.state_dirs``; folders found real are not looked at again by this ``Root``)."""
+        state_dirs(path, create=True, seen=self._real_folders)
+
+    def read_state(self, path: Path, limit: int) -> bytes | None:
+        """The bytes of the tool's file ``path`` (a record, note, checkpoint, cache), or None
+        for no record: missing, a link or under a linked folder, a FIFO or device, over
+        ``limit`` bytes (``fsutil.read_small``: never followed, waited on or read whole)."""
+        return read_small(path, limit, seen=self._real_folders)
 
     def state_path(self, kind: str, log_id: str, name: str) -> Path:
         """A per-log file of the tool's own, e.g. ``.wardrik/locks/acme/triage@lock``.
@@ -127,12 +146,16 @@ class Root:
 
     def config_table(self) -> dict[str, Any]:
         """``.wardrik/config.toml`` parsed ({} without one): the one place it is read.
-        ``BadConfig`` names the file when it cannot be read or is not TOML."""
+        ``BadConfig`` names the file when it cannot be read, is not a regular file (a link, a
+        FIFO that would hang every command, a device), is over ``MAX_CONFIG_BYTES`` or is not
+        TOML."""
         f = self.config_path
         try:
-            raw = f.read_bytes()
+            raw = read_capped(f, MAX_CONFIG_BYTES, what="config file", seen=self._real_folders)
         except FileNotFoundError:
             return {}
+        except NotRegular as e:
+            raise BadConfig(f"{e}; refused (make it a regular file of TOML, or remove it)") from None
         except OSError as e:
             raise BadConfig(f"cannot read {f}: {e.strerror}") from None
         import tomllib  # only when there is a config file: it costs start-up time

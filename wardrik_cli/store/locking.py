@@ -6,6 +6,11 @@ and only then opens the log by path. Appenders and compaction take the same lock
 appender always writes to the file that is current, and sequences are assigned by exactly
 one process at a time. The kernel drops the lock when its holder dies, kill -9 included.
 Readers take no lock.
+
+A lock file is never opened through a link, nor waited on as a FIFO: the folders from
+``.wardrik`` down are made and checked one level at a time (``fsutil.state_dirs``) and the
+file is opened with ``O_NOFOLLOW|O_NONBLOCK`` (``fsutil.open_regular``). A link, FIFO or
+device there is ``NotRegular`` (exit 1) naming it, and nothing is created outside the root.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wardrik_cli.errors import LockTimeout, WriteFailed
+from wardrik_cli.errors import LockTimeout, NotRegular, WriteFailed
+from wardrik_cli.store.fsutil import open_regular, state_dirs
 
 
 
@@ -28,14 +34,7 @@ def acquire(lock_path: Path, *, timeout: float | None = None, what: str = "log")
         from wardrik_cli.settings import Settings
 
         timeout = Settings.from_env().lock_timeout  # $WARDRIK_LOCK_TIMEOUT, read when a lock is taken
-    try:
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except FileNotFoundError:  # the first lock of a folder of logs
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as e:
-        raise WriteFailed(f"cannot take the lock for {what} ({lock_path}): {e.strerror}") from None
+    fd = _open_lock(lock_path, what)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.001
@@ -64,10 +63,25 @@ def locked(lock_path: Path, *, timeout: float | None = None, what: str = "log") 
         os.close(fd)  # closing drops the flock
 
 
-def try_lock(lock_path: Path) -> int | None:
-    """Take the lock without waiting; the fd to close, or None when someone holds it."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+def _open_lock(lock_path: Path, what: str) -> int:
+    """The lock file, made if missing: never through a link (``NotRegular`` names it)."""
+    try:
+        try:
+            state_dirs(lock_path)
+            return open_regular(lock_path, os.O_RDWR | os.O_CREAT, what="lock file")
+        except FileNotFoundError:  # the first lock of a folder of logs
+            state_dirs(lock_path, create=True)
+            return open_regular(lock_path, os.O_RDWR | os.O_CREAT, what="lock file")
+    except NotRegular as e:
+        raise NotRegular(f"cannot take the lock for {what}: {e}") from None
+    except OSError as e:
+        raise WriteFailed(f"cannot take the lock for {what} ({lock_path}): {e.strerror}") from None
+
+
+def try_lock(lock_path: Path, what: str = "compaction") -> int | None:
+    """Take the lock without waiting; the fd to close, or None when someone holds it
+    (``NotRegular``/``WriteFailed`` when its file cannot be had, as for ``acquire``)."""
+    fd = _open_lock(lock_path, what)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd

@@ -11,6 +11,8 @@ Contract kept here:
   neighbours, falling back to a scan from the start when the check fails.
 - The watermark (``.wardrik/watermarks/<log>.json``, written by compaction) says where the
   sequence goes on, and the last dropped line's hash, for a log whose every event was dropped.
+  One that is a link (or under a linked folder), a FIFO, a device, over ``MAX_RECORD_BYTES``
+  or malformed is no record (``Root.read_state``): never followed, waited on or read whole.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator
 import orjson
 
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import open_regular
+from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, open_regular
 from wardrik_cli.errors import CorruptLedger, Failure
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
@@ -218,8 +220,11 @@ class Log:
             return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
                              d.get("first_time_kept"), d.get("mtime_ns"), prev)
 
+        raw = self.root.read_state(self.watermark_path, MAX_RECORD_BYTES)
+        if raw is None:
+            return None
         try:
-            d = orjson.loads(self.watermark_path.read_bytes())
+            d = orjson.loads(raw)
             prev = build(d["previous"], None) if isinstance(d.get("previous"), dict) else None
             return build(d, prev)
         except (OSError, ValueError, KeyError, TypeError):

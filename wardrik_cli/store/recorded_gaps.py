@@ -12,9 +12,11 @@ Contract kept here:
   (first and last: the missing sequences, inclusive; time: the newest dropped event's time, or
   null when the store did not say). Written whole and atomically, only by copies of remote logs.
 - ``read_gaps`` never fails nor waits: a missing, unreadable or malformed file (or entry), a
-  link, a FIFO or anything not a regular file, or a file over ``MAX_BYTES``, reads as no
-  record, so the hole is reported as a sequence gap, the honest default; a time that is not
-  an RFC 3339 time reads as none (the notice is then dated by the event after the hole).
+  link (or a file under a linked folder), a FIFO or anything not a regular file, or a file
+  over ``MAX_BYTES``, reads as no record (``Root.read_state``), so the hole is reported as a
+  sequence gap, the honest default; a time that is not an RFC 3339 time reads as none (the
+  notice is then dated by the event after the hole). ``write_gaps`` writes (or removes) only
+  in folders that are not links (``NotRegular`` names one).
 - ``covered`` accounts for a hole with the records inside it, including one that began
   before the hole's first missing sequence (a cursor that stopped inside a recorded gap),
   clipped to the hole; never with a record that reaches an event the log holds.
@@ -33,8 +35,7 @@ from pathlib import Path
 
 import orjson
 
-from wardrik_cli.errors import NotRegular
-from wardrik_cli.store.fsutil import open_regular, write_atomic
+from wardrik_cli.store.fsutil import state_dirs, write_atomic
 from wardrik_cli.store.layout import Root
 
 KIND = "gaps"
@@ -61,17 +62,13 @@ def any_recorded(root: Root) -> bool:
 
 def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:
     """The log's recorded gaps by their first sequence ({} when it has none or the file is bad)."""
+    # never a link followed nor a FIFO waited on (a planted one would hang every reader)
+    data = root.read_state(gaps_path(root, state_key), MAX_BYTES)
+    if data is None:
+        return {}
     try:
-        # never a link followed nor a FIFO waited on (a planted one would hang every reader)
-        fd = open_regular(gaps_path(root, state_key), os.O_RDONLY)
-        try:
-            data = os.read(fd, MAX_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(data) > MAX_BYTES:
-            return {}
         entries = orjson.loads(data)["gaps"]
-    except (OSError, ValueError, KeyError, TypeError, NotRegular):
+    except (ValueError, KeyError, TypeError):
         return {}
     out: dict[int, RecordedGap] = {}
     if not isinstance(entries, list):
@@ -92,12 +89,13 @@ def write_gaps(root: Root, state_key: str, gaps: list[RecordedGap], *, durable: 
     False for a cache (the mirror), whose record is written again from its state."""
     path = gaps_path(root, state_key)
     if not gaps:
+        state_dirs(path)  # NotRegular for a linked folder: nothing removed through it
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    root.state_dir(path)  # made one level at a time; NotRegular for a link among them
     body = {"gaps": [{"first": g.first, "last": g.last, "time": g.time} for g in sorted(gaps, key=lambda g: g.first)]}
     write_atomic(path, orjson.dumps(body), durable=durable)
 

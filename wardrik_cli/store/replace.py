@@ -29,6 +29,12 @@ inodes not yet in place; each carries the old file's record as ``previous``, whi
 and appenders use (``LogView.watermark`` tries both), and the next sweep starts again from
 the old file.
 
+Every file of the tool's read here (a record, the appender's note) is read by
+``Root.read_state``: a link, a FIFO or device, or a file over its cap is no record, never
+followed, waited on (with the locks held) or read whole; every one written is written in
+folders checked not to be links (``Root.state_dir``): a link there fails that log (named),
+and nothing is written or removed outside the root.
+
 A batch ends at ``BATCH_LOGS`` logs, ``BATCH_BYTES`` copied or ``BATCH_SECONDS`` after its
 first lock was taken, whichever comes first, so an appender waits about one batch at most.
 """
@@ -46,9 +52,9 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import Failure
+from wardrik_cli.errors import Failure, NotRegular
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import fsync_dir, sync_files, write_atomic, write_new
+from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, state_dirs, sync_files, write_atomic, write_new
 from wardrik_cli.store.locking import acquire
 from wardrik_cli.store.log import Log, decode_event
 
@@ -144,9 +150,10 @@ def _record(log: Log, old_ino: int, old_first_seq: int, new_ino: int, next_seq: 
     rec: dict[str, Any] = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": dropped_time,
                            "hash": hashlib.sha256(last_dropped + b"\n").hexdigest(),
                            "first_time_kept": first_kept["time"] if first_kept else None}
+    raw = log.root.read_state(log.watermark_path, MAX_RECORD_BYTES)
     try:
-        top = orjson.loads(log.watermark_path.read_bytes())
-    except (OSError, ValueError):
+        top = orjson.loads(raw) if raw is not None else None
+    except ValueError:
         top = None
     if isinstance(top, dict):
         # Carry the record that describes the old file: the top one, or, after a sweep that
@@ -216,11 +223,8 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                               "not compacted (see `wardrik check`)") from None
             record = _record(log, ino, first_seq, st_new.st_ino, next_seq, last_dropped[1], dropped_time,
                              first_kept, st_new.st_mtime_ns)
-            try:
-                write_new(wm_tmp, record)
-            except FileNotFoundError:  # the first record of a folder of logs
-                wm_tmp.parent.mkdir(parents=True, exist_ok=True)
-                write_new(wm_tmp, record)
+            log.root.state_dir(wm_tmp)  # no link on the way: NotRegular names it, this log fails
+            write_new(wm_tmp, record)
         finally:
             os.close(tfd)
     except BaseException:
@@ -330,11 +334,17 @@ class Batch:
 def _carry_verified_note(s: Staged) -> None:
     """Point the appender's note (``store.append``) at the new file when it described the old
     one exactly; else remove it (the next append then verifies the new file once)."""
-    path = s.log.root.state_path("verified", s.log.state_key, ".json")
+    root = s.log.root
+    path = root.state_path("verified", s.log.state_key, ".json")
     try:
-        note = orjson.loads(path.read_bytes())
+        state_dirs(path)  # never written nor removed through a linked folder
+    except (OSError, NotRegular):
+        return  # no note can be there (a note read through a link would name another file)
+    raw = root.read_state(path, MAX_RECORD_BYTES)
+    try:
+        note: Any = orjson.loads(raw or b"null")  # None (no note): TypeError below
         held = (note["ino"], note["mtime_ns"], note["size"]) == (s.old.st_ino, s.old.st_mtime_ns, s.old_end)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         held = False
     if held:
         try:

@@ -29,6 +29,11 @@ event after that target's position is dropped, unless ``--max-ship-lag`` lets it
 then the gap is recorded first. A registration that cannot be read holds back everything
 (its target is unknown, so nothing it covers can be judged shipped).
 
+Every file here is read with ``fsutil.read_capped`` (at most ``MAX_BYTES``; never through a
+link, file or folder, never waiting on a FIFO): anything else is an unreadable file, so a
+registration, or a ``ship/`` folder that is a link, holds back everything. Files are written
+and removed only in folders checked not to be links (``Root.state_dir``).
+
 This module is the store layer's side of ``ship`` (``remote`` is a higher layer): it never
 talks to a store.
 """
@@ -46,10 +51,10 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import Failure
+from wardrik_cli.errors import Failure, NotRegular
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards, pattern_regex
 from wardrik_cli.protocol.times import now
-from wardrik_cli.store.fsutil import fsync_dir, write_atomic
+from wardrik_cli.store.fsutil import fsync_dir, read_capped, state_dirs, write_atomic
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.locking import locked
 
@@ -58,6 +63,7 @@ SLOT_SUFFIX, GAPS_SUFFIX, POSITIONS_SUFFIX = ".slot.json", ".gaps.json", ".json"
 AGENTS, AUDIT = "agents", "audit"  # the kinds, as in the object keys (remote.keys)
 GAPS_LOCK_KEY = "@ship-gaps"
 ROOT_ID_NAME = "root-id"  # remote.ship's root id, in .wardrik/
+MAX_BYTES = 256 << 20  # positions of a very large fleet; a file past this is unreadable (holds back)
 STALE_TMP_S = 60.0  # as follow.live's temps: a write takes milliseconds; one this old is a dead writer's
 _TMP_NAME = re.compile(r"\.(.+)\.[0-9]+-[0-9a-f]{8}\.tmp")
 
@@ -121,15 +127,19 @@ class Slot:
 
 def _load(path: Path) -> Any:
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(read_capped(path, MAX_BYTES))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return ValueError  # there, but not readable
+    except (OSError, ValueError, NotRegular):
+        return ValueError  # there, but not readable (a link, a FIFO, too big: the same)
 
 
 def load(root: Root) -> list[Slot]:
     """Every registered target (an unreadable registration holds back everything)."""
+    try:
+        state_dirs(ship_dir(root) / "x")  # a linked ship/ is not listed: its registrations are unknown
+    except NotRegular as e:
+        return [Slot(f"(unreadable registrations: {e})", "", None, readable=False)]
     try:
         names = sorted(n for n in os.listdir(ship_dir(root)) if n.endswith(SLOT_SUFFIX) and not n.startswith("."))
     except OSError:
@@ -177,8 +187,10 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
     doc = {"target": url, "deployment": deployment, "patterns": merged,
            "registered": old.get("registered") if isinstance(old, dict) and old.get("registered") else now()}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        root.state_dir(path)
         write_atomic(path, orjson.dumps(doc) + b"\n", durable=True)
+    except NotRegular as e:
+        raise Failure(f"cannot register the ship target: {e}; nothing shipped") from None
     except OSError as e:
         raise Failure(f"cannot register the ship target in {path}: {e.strerror or e}; nothing shipped") from None
 
@@ -187,6 +199,7 @@ def forget(root: Root, url: str) -> list[Path]:
     """Remove the registration of ``url``, its positions and gap records; the files removed."""
     removed: list[Path] = []
     for p in (slot_path(root, url), positions_path(root, url), gaps_path(root, url)):
+        state_dirs(p)  # NotRegular (a Failure) for a linked folder: nothing removed through it
         try:
             p.unlink()
             removed.append(p)
@@ -236,7 +249,8 @@ def read_gap(root: Root, url: str, kind: str, name: str) -> GapRecord | None:
 
 def record_gaps(root: Root, gaps: list[tuple[str, str, str, int, int, str | None]]) -> None:
     """Record (durably) gaps ``(target, kind, name, first, last, time)``, each merged with the
-    log's pending gap for that target. Raises OSError (the caller drops nothing then)."""
+    log's pending gap for that target. Raises OSError, or NotRegular for a link among its
+    folders (the caller drops nothing then)."""
     by_target: dict[str, list[tuple[str, str, int, int, str | None]]] = {}
     for url, kind, name, first, last, t in gaps:
         by_target.setdefault(normal_url(url), []).append((kind, name, first, last, t))
@@ -251,7 +265,7 @@ def record_gaps(root: Root, gaps: list[tuple[str, str, str, int, int, str | None
                     if isinstance(old.get("time"), str) and (t is None or old["time"] > t):
                         t = old["time"]
                 logs[f"{kind}/{name}"] = {"first": first, "last": last, "time": t, "recorded": now()}
-            path.parent.mkdir(parents=True, exist_ok=True)
+            root.state_dir(path)
             write_atomic(path, orjson.dumps({"target": url, "logs": logs}) + b"\n", durable=True)
 
 
@@ -263,6 +277,7 @@ def clear_gaps(root: Root, url: str, through: dict[tuple[str, str], int]) -> Non
         return
     try:
         with _gaps_locked(root):
+            state_dirs(path)  # NotRegular (a Failure) for a linked folder: nothing written through it
             logs = _read_gaps(path)
             keep = {}
             for k, v in logs.items():
