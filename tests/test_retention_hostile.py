@@ -101,3 +101,29 @@ def test_init_does_not_wait_on_a_config_that_is_a_fifo(tmp_path):
     os.mkfifo(r / ".wardrik" / "config.toml")
     p = run_cli("init", "--retention", "7d", root=r, process=True, timeout=30)
     assert p.returncode == 2 and b"FIFO" in p.stderr, p.stderr
+
+
+def test_a_big_prefix_is_judged_in_two_halves_and_every_broken_line_is_kept(tmp_path):
+    """Past PARALLEL_MIN the part dropped is judged half here, half in a forked child: a
+    broken line in each half (and one right at the start of the second) is kept beside the
+    log, in order, and the sweep reports all three."""
+    from wardrik_cli.store.retention import PARALLEL_MIN
+
+    r = tmp_path / "root"
+    (r / ".wardrik").mkdir(parents=True)
+    path = r / "a.jsonl"
+    write_spread(path, mb=PARALLEL_MIN * 1.5 / 1e6, days=100, log_id="a", pad=20_000)  # few, big events
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    n = len(lines)
+    half = next(i for i in range(n) if sum(map(len, lines[:i])) >= len(data) * 0.9 // 2)  # about the split
+    picks = sorted({n // 5, half, half + 1, n * 3 // 5})
+    for i in picks:
+        lines[i] = lines[i].replace(b'"data":{', b'"data":{BROKEN', 1)
+    path.write_bytes(b"".join(lines))
+    p = run_cli("compact", "--retention", "10d", "--format", "json", root=r)
+    assert p.returncode == 1, p.stderr
+    row = orjson.loads(p.stdout)["logs"][0]
+    assert row["damaged"] == len(picks), row
+    kept = list(r.glob("a.jsonl.damaged-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == b"".join(lines[i] for i in picks)

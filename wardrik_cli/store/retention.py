@@ -563,9 +563,82 @@ def _first_seq(fd: int, cut: int) -> int | None:
 def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
     """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. Every
     line is decoded (a line's shape says nothing of the JSON inside it): a block at a time in
-    C (``_all_events``), line by line only in a block that holds a bad one."""
+    C (``_all_events``), line by line only in a block that holds a bad one.
+
+    Decoding is most of what a sweep of a big prefix costs (0.3 s for 180 MB, where copying
+    the kept 20 MB and syncing it takes 0.16 s), so past ``PARALLEL_MIN`` bytes the second
+    half is judged by a forked child while this process judges the first: the child reads
+    the file through the same descriptor (``pread``: no shared offset), writes the offsets of
+    the bad lines it found to a pipe and exits; if it cannot be started, or dies, its half
+    is judged here. Nothing else is done in the child."""
+    if cut < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+        return _damaged_in(fd, 0, cut)
+    got = lines.line_at_or_after(fd, cut // 2, cut)
+    mid = got[0] if got is not None else cut
+    theirs = _judged_apart(fd, mid, cut)
+    bad = _damaged_in(fd, 0, mid)
+    offsets = theirs() if theirs is not None else None
+    if offsets is None:
+        return bad + _damaged_in(fd, mid, cut)
+    for off in offsets:
+        line = lines.read_line_at(fd, off, cut)
+        if line is not None:
+            bad.append(line)
+    return bad
+
+
+PARALLEL_MIN = 32 << 20  # a prefix this big is judged in two halves, one by a forked child
+
+
+def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], list[int] | None] | None:
+    """Start a child judging ``[start, stop)``; returns what collects its answer (the offsets of
+    the bad lines, or None when the child failed), or None when no child could be started."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the child: judge, answer, exit; never back into the caller's code
+        code = 1
+        try:
+            os.close(r)
+            answer = orjson.dumps([off for off, _raw in _damaged_in(fd, start, stop)])
+            view = memoryview(answer)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def collect() -> list[int] | None:
+        parts = []
+        try:
+            while chunk := os.read(r, 1 << 16):
+                parts.append(chunk)
+        finally:
+            os.close(r)
+        _, status = os.waitpid(pid, 0)
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return None
+        try:
+            offsets = orjson.loads(b"".join(parts))
+        except orjson.JSONDecodeError:
+            return None
+        return offsets if isinstance(offsets, list) and all(type(o) is int for o in offsets) else None
+
+    return collect
+
+
+def _damaged_in(fd: int, start: int, stop: int) -> list[tuple[int, bytes]]:
+    """``_damaged_lines`` of ``[start, stop)`` (a line start, a line end), in this process."""
     bad: list[tuple[int, bytes]] = []
-    for off, data, size in lines.iter_spans(fd, 0, cut):
+    for off, data, size in lines.iter_spans(fd, start, stop):
         raws = data[:size - 1].split(b"\n")
         if _all_events(raws):
             continue
