@@ -83,30 +83,21 @@ MAX_CONFIG = 1 << 20  # a config.toml past this is not one a person wrote
 
 
 def _read_lines(path: Path) -> list[str]:
-    import os
-
     from wardrik_cli.errors import NotRegular
-    from wardrik_cli.store.fsutil import open_regular
+    from wardrik_cli.store.fsutil import read_capped
 
     try:
-        fd = open_regular(path, os.O_RDONLY)
+        data = read_capped(path, MAX_CONFIG, what="config file")
     except FileNotFoundError:
         return []
-    except NotRegular as e:
-        raise BadConfig(str(e).replace("not a log file", "not a regular file")) from None
+    except NotRegular as e:  # a link, a FIFO, a device, or over the cap: refused, never waited on
+        raise BadConfig(str(e)) from None
     except OSError as e:
         raise Failure(f"cannot read {path}: {e.strerror}") from None
     try:
-        data = os.read(fd, MAX_CONFIG + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_CONFIG:
-        raise BadConfig(f"{path}: over {MAX_CONFIG:,} bytes; not a settings file")
-    try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise BadConfig(f"{path}: not UTF-8") from None
-    return text.splitlines()
 
 
 def _parse(path: Path, text: str) -> dict[str, object]:
