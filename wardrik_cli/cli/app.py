@@ -175,8 +175,8 @@ def run(argv: Sequence[str], env: Mapping[str, str] | None = None, *, stdin: IO[
     the streams (binary, or text with a ``buffer``) to the process's own."""
     from wardrik_cli.cli.entry import FOLLOW_FLAGS
 
-    inv = Invocation(dict(os.environ) if env is None else env, binary(stdin, sys.stdin), binary(stdout, sys.stdout),
-                     binary(stderr, sys.stderr))
+    inv = Invocation(dict(os.environ) if env is None else env, binary(stdin, sys.stdin, reading=True),
+                     binary(stdout, sys.stdout), binary(stderr, sys.stderr))
     inv.following = any(a in FOLLOW_FLAGS for a in argv)  # a Ctrl-C even before the follow starts ends it cleanly
     return contextvars.copy_context().run(_run, list(argv), inv)
 
@@ -448,12 +448,13 @@ def main() -> None:
     code = run(argv)
     # A closed stdout must not turn a clean end into a traceback at interpreter exit.
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with it closed (then it was /dev/null for the command)
+            sys.stdout.flush()
     except OSError:
         pass
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, 1)
     except (OSError, ValueError):
         pass
     sys.exit(code)

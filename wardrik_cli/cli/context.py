@@ -271,7 +271,20 @@ def enter(inv: Invocation) -> None:
     _CURRENT.set(inv)
 
 
-def binary(stream: IO[Any] | None, fallback: TextIO) -> BinaryIO:
-    """A binary stream for ``stream`` (a text stream's buffer), else ``fallback``'s."""
+def binary(stream: IO[Any] | None, fallback: TextIO | None, *, reading: bool = False) -> BinaryIO:
+    """A binary stream for ``stream`` (a text stream's buffer), else ``fallback``'s. A process
+    started with that descriptor closed (``wardrik head >&-``: Python's stream is None) gets
+    one that discards (or, for input, is empty): a command runs as with ``>/dev/null``, so an
+    ``append`` whose record cannot be shown is still an append that succeeded, not a crash
+    a retrying script would take for a failure."""
     s = stream if stream is not None else fallback
+    if s is None:
+        return _discard(reading)
     return cast(BinaryIO, getattr(s, "buffer", s))  # duck-typed: a text stream's buffer, or s itself
+
+
+def _discard(reading: bool) -> BinaryIO:
+    """/dev/null opened for the stream the process started without (input: empty)."""
+    import os
+
+    return open(os.devnull, "rb" if reading else "wb")  # noqa: SIM115 - kept for the run

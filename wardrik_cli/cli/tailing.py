@@ -187,6 +187,8 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
         inv.following = True
         stopper.install()
     printer: Any = None
+    n_shown = 0  # items shown (printed, and the cursor saved past them)
+    stopped_at: Cursor | None = None  # where a stopped follow ended (see below)
     try:
         if follow and live and not isinstance(live, bool):  # agents' logs, by pattern (not the audit log)
             note_waiting(root, live, inv.note)
@@ -199,6 +201,7 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             _run_exec(root, logs_fn, after, kw, exec_cmd, saver, stopper, inv)
             return
         f = tail_items(root, logs_fn, after=after, hangup_fd=inv.stdout_fd() if follow else None, **kw)
+        looping = False
         try:
             if shown == Format.json:
                 write_events_json((it.raw for it in f), lambda: encode_cursor(f.cursor))
@@ -208,13 +211,19 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
                 write_lines(it.raw for it in f)  # nothing waits on each line: written in blocks
                 return
             show = printer if printer is not None else _jsonl(inv)
+            looping = True
             for item in f:
                 with stopper:
                     show(item)
+                    n_shown += 1
                     if item.seq is not None or item.event.get("type") == "wardrik.events.dropped":
                         saver.save(f.cursor)
             saver.finish(f.cursor)
         finally:
+            # Stopped (Ctrl-C, a closed pipe): the cursor is past every event read, filtered
+            # ones too, unless the last one handed out was not shown (then just before it).
+            if looping:
+                stopped_at = f.cursor if f.handed == n_shown else f.prev_cursor
             f.close()
     except KeyboardInterrupt:
         if not follow:
@@ -225,7 +234,7 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
         _quiet_stdout(inv)
     finally:
         try:
-            saver.finish()
+            saver.finish(stopped_at)
         finally:
             if printer is not None:
                 printer.close()  # no write from its ticker after this (an error may be printed next)

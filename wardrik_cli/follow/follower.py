@@ -185,6 +185,7 @@ class Follower:
         self.positions: dict[str, int] = {}
         self.states: dict[str, _LogState] = {}
         self.prev_cursor: Cursor = {}
+        self.handed = 0  # items handed out: with prev_cursor, a stopped caller knows where it is
         self.watcher_active = False
         self._stopped = False
         self._wakeups: Wakeups | None = None
@@ -274,6 +275,7 @@ class Follower:
 
     def _hand_out(self, item: Item) -> Item:
         self.prev_cursor = self.cursor
+        self.handed += 1
         if item.seq is not None:
             self.positions[item.log] = item.seq
             st = self.states.get(item.log)

@@ -5,8 +5,8 @@ URL-safe base64 without padding of compact JSON ``{log id: last sequence deliver
 with keys sorted, e.g. ``eyJhY21lL3RyaWFnZSI6NDN9`` is ``{"acme/triage":43}``.
 
 Decoding is strict: either base64 alphabet, padded or not, but nothing else; the JSON
-must be exactly an object whose keys are log ids (or ``audit``) and whose values are
-non-negative integers (booleans and floats refused).
+must be exactly an object whose keys are log ids (or ``audit``), each once, and whose
+values are non-negative integers (booleans and floats refused).
 """
 from __future__ import annotations
 
@@ -29,27 +29,34 @@ def encode_cursor(cursor: Mapping[str, int]) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
+def _shown(text: str) -> str:
+    """A cursor as an error shows it: a hostile one may be megabytes."""
+    return repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text):,} characters)"
+
+
 def decode_cursor(text: str) -> Cursor:
     s = text.strip() if isinstance(text, str) else ""
     if not s or not _B64_RE.fullmatch(s):
-        raise BadCursor(f"bad cursor {text!r}: not base64")
+        raise BadCursor(f"bad cursor {_shown(text)}: not base64")
     body = s.rstrip("=")
     if len(body) % 4 == 1 or (len(s) != len(body) and len(s) % 4 != 0):
-        raise BadCursor(f"bad cursor {text!r}: bad base64 length or padding")
+        raise BadCursor(f"bad cursor {_shown(text)}: bad base64 length or padding")
     body = body.replace("-", "+").replace("_", "/")
     try:
         raw = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
     except (binascii.Error, ValueError):
-        raise BadCursor(f"bad cursor {text!r}: not base64") from None
+        raise BadCursor(f"bad cursor {_shown(text)}: not base64") from None
     # A canonical encoding only: stray low bits in the last character mean trailing junk.
     if base64.b64encode(raw).decode().rstrip("=") != body:
-        raise BadCursor(f"bad cursor {text!r}: trailing bits after the data")
+        raise BadCursor(f"bad cursor {_shown(text)}: trailing bits after the data")
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise BadCursor(f"bad cursor {text!r}: not JSON inside") from None
-    if not isinstance(obj, dict):
-        raise BadCursor(f"bad cursor {text!r}: not an object of log id to sequence")
+        raise BadCursor(f"bad cursor {_shown(text)}: not JSON inside") from None
+    # a key given twice is collapsed by the decoder (the last one wins): a key and its
+    # sequence hold exactly two quotes, so more quotes than keys twice means a repeat
+    if not isinstance(obj, dict) or raw.count(b'"') != 2 * len(obj):
+        raise BadCursor(f"bad cursor {_shown(text)}: not an object of log id to sequence, each once")
     for key, seq in obj.items():
         if not is_log_id(key):
             raise BadCursor(f"bad cursor: {key!r} is not a log id")

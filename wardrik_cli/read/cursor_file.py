@@ -14,15 +14,37 @@ from wardrik_cli.errors import BadCursor, Failure
 from wardrik_cli.protocol.cursor import Cursor, decode_cursor, encode_cursor
 
 
+MAX_BYTES = 16 << 20  # a cursor names each log once: 100,000 logs fit many times over
+
+
 def read_file(path: Path) -> Cursor | None:
-    """The cursor saved in ``path``, or None when the file does not exist."""
+    """The cursor saved in ``path``, or None when the file does not exist. Only a regular file
+    of at most ``MAX_BYTES`` is read: a FIFO is never waited on, a device never read whole."""
+    import os
+    import stat
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a link the user made is theirs
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) else "not UTF-8"
-        raise BadCursor(f"cannot read cursor file {path}: {why}") from None
+    except OSError as e:
+        raise BadCursor(f"cannot read cursor file {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadCursor(f"cannot read cursor file {path}: not a regular file (a folder, a FIFO, a device)")
+        if st.st_size > MAX_BYTES:
+            raise BadCursor(f"cannot read cursor file {path}: {st.st_size:,} bytes, not a cursor "
+                            f"(at most {MAX_BYTES:,})")
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError as e:
+        raise BadCursor(f"cannot read cursor file {path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    try:
+        text = data[:MAX_BYTES].decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadCursor(f"cannot read cursor file {path}: not UTF-8") from None
     if not text.strip():
         raise BadCursor(f"cursor file {path} is empty (delete it to start from the beginning)")
     try:
