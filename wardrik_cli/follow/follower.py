@@ -430,7 +430,7 @@ class Follower:
                     item = self._live_item(log_id, body)
                     if item is not None:
                         yield self._hand_out(item)
-                lost = self._receiver.lost
+                lost = self._receiver.lost + (self._sub.missed() if self._sub is not None else 0)
                 if lost > self._lost_reported:
                     self.warn(f"dropped {lost - self._lost_reported} live event(s): this follower could not keep up")
                     self._lost_reported = lost
