@@ -634,7 +634,7 @@ SETTINGS = dict(deadline=None, phases=PHASES,
 # ---------------------------------------------------------------------------------------
 # the properties
 # ---------------------------------------------------------------------------------------
-@settings(max_examples=round(120 * SCALE), **SETTINGS)
+@settings(max_examples=round(80 * SCALE), **SETTINGS)
 @given(log=a_log("acme/a", 1, 40, 0.05, 0), f=filter_specs())
 def test_one_log_prints_exactly_the_matching_lines(log, f):
     check([log], f)
@@ -647,13 +647,13 @@ def many_logs(draw: st.DrawFn, lo: int, hi: int, n_max: int) -> list[LogSpec]:
     return [draw(a_log(name, 1, n_max, 0.03, draw(st.integers(0, 20)))) for name in names]
 
 
-@settings(max_examples=round(60 * SCALE), **SETTINGS)
+@settings(max_examples=round(30 * SCALE), **SETTINGS)
 @given(logs=many_logs(3, 20, 12), f=filter_specs())
 def test_many_logs_merge_prints_exactly_the_matching_lines(logs, f):
     check(logs, f)
 
 
-@settings(max_examples=round(40 * SCALE), **SETTINGS)
+@settings(max_examples=round(30 * SCALE), **SETTINGS)
 @given(logs=many_logs(1, 4, 60), f=filter_specs(), chunk=st.sampled_from([2048, 4096, 8192]))
 def test_small_blocks_print_exactly_the_matching_lines(logs, f, chunk):
     """Blocks of a few KiB (``lines.CHUNK`` lowered, as a read over thousands of logs does):
