@@ -53,3 +53,27 @@ def test_activity_watch_ends_when_its_pipe_closes_while_idle(tmp_path):
 
 def test_tail_follow_ends_when_its_pipe_closes_while_idle(tmp_path):
     _ends_when_its_pipe_closes(tmp_path, "tail", "-f", "a/x")
+
+
+@pytest.mark.subprocess
+def test_activity_watch_says_when_a_literal_name_matches_no_log_yet(tmp_path):
+    """As tail -f does: a typo is a note naming the closest log, not a silent wait."""
+    import signal
+    import time
+
+    root = tmp_path / "r"
+    env = {**os.environ, "WARDRIK_ROOT": str(root)}
+    subprocess.run([WARDRIK, "append", "x/one", "run.started", "-d", "{}"], env=env, check=True, capture_output=True)
+    p = subprocess.Popen([WARDRIK, "activity", "x/onee", "--watch", "-F", "json"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30  # a ceiling: the first table line is the sign it is watching
+        assert p.stdout is not None
+        first = p.stdout.readline()
+        assert first.strip() == b"{}" and time.monotonic() < deadline
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert err == b"note: waiting for x/onee, which does not exist yet; did you mean x/one?\n", err

@@ -155,6 +155,9 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
     # The table shows the open run and the last run's end beside the contract's three keys;
     # a JSON line carries only those three, as `activity -F json` does.
     fold_all = details if fmt == Format.pretty else activities
+    from wardrik_cli.cli.tailing import note_waiting
+
+    note_waiting(root, patterns, inv.note)  # a name that matches nothing yet: said, not a silent wait
 
     def snapshot() -> dict[str, Any]:
         # Literal names may not exist yet while watching: keep only what exists.
