@@ -144,3 +144,18 @@ def test_every_live_event_a_follower_misses_is_told():
         got, missed = told()
         assert got + missed == 2000, (got, missed, open(err_path, "rb").read()[-500:])
         assert not [n for n in os.listdir(os.path.join(root, ".wardrik", "live")) if not n.startswith(".")]
+
+
+@pytest.mark.subprocess
+def test_data_from_a_device_is_refused_past_its_bound(tmp_path):
+    """--data @/dev/zero (or an endless pipe) is read up to a bound, then refused (exit 2):
+    never until memory runs out (here under a 1 GiB address-space limit)."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    p = subprocess.run([WARDRIK, "--root", str(tmp_path / "r"), "append", "t/a", "run.started", "-d", "@/dev/zero"],
+                       capture_output=True, timeout=120, preexec_fn=limit)
+    assert p.returncode == 2 and p.stderr.startswith(b"error: --data from '/dev/zero' is over"), p.stderr
+    assert not (tmp_path / "r" / "t" / "a.jsonl").exists()

@@ -18,16 +18,30 @@ from wardrik_cli.protocol.cursor import Cursor, decode_cursor
 # are rare, so only their inputs are parsed again (by the stdlib, exactly) to be sure.
 
 
+MAX_ARG_BYTES = {"--data": 64 << 20, "--batch": 1 << 30}  # past these, `append --stream` is the way
+
+
 def read_arg_bytes(value: str, what: str) -> bytes:
-    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself (as given, bytes)."""
+    """``@FILE`` reads a file, ``-`` reads stdin, anything else is the text itself (as given,
+    bytes). What is read whole is bounded (``MAX_ARG_BYTES``): a device or an endless pipe is
+    refused past the bound, never read until memory runs out."""
+    limit = MAX_ARG_BYTES.get(what, 64 << 20)
     if value == "-":
-        return current().stdin.read()
+        return _bounded(current().stdin.read(limit + 1), what, "standard input", limit)
     if value.startswith("@"):
         try:
-            return Path(value[1:]).read_bytes()
+            with open(value[1:], "rb") as f:
+                return _bounded(f.read(limit + 1), what, repr(value[1:]), limit)
         except OSError as e:
             raise BadInput(f"cannot read {what} file {value[1:]!r}: {e.strerror}") from None
     return os.fsencode(value)
+
+
+def _bounded(data: bytes, what: str, source: str, limit: int) -> bytes:
+    if len(data) > limit:
+        raise BadInput(f"{what} from {source} is over {limit:,} bytes; for more, pipe the events to "
+                       "`wardrik append LOG --stream`")
+    return data
 
 
 def on_corrupt(skip: bool) -> Callable[[CorruptLedger], None] | None:
