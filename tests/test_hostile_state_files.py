@@ -209,22 +209,15 @@ def test_linked_state_folder_is_never_written_through(root, tmp_path, folder):
 
 
 @pytest.mark.subprocess
-def test_linked_compaction_lock_is_refused_and_nothing_made(root, tmp_path):
+@pytest.mark.parametrize(("lock", "args"), [("@compact@lock", ["compact", "-q"]),
+                                            ("a@lock", ["append", "a", "run.started", "-d", "{}"])],
+                         ids=["compaction", "log"])
+def test_a_linked_lock_is_refused_and_nothing_made(root, tmp_path, lock, args):
     spread(root)
     (root / ".wardrik/locks").mkdir()
     target = tmp_path / "X"
-    (root / ".wardrik/locks/@compact@lock").symlink_to(target)
-    one_error(cli(root, "compact", "-q"), 1, "@compact@lock", "symbolic link")
-    assert not target.exists()
-
-
-@pytest.mark.subprocess
-def test_linked_log_lock_is_refused_and_nothing_made(root, tmp_path):
-    spread(root)
-    (root / ".wardrik/locks").mkdir()
-    target = tmp_path / "X"
-    (root / ".wardrik/locks/a@lock").symlink_to(target)
-    one_error(cli(root, "append", "a", "run.started", "-d", "{}"), 1, "a@lock", "symbolic link")
+    (root / ".wardrik/locks" / lock).symlink_to(target)
+    one_error(cli(root, *args), 1, lock, "symbolic link")
     assert not target.exists()
 
 

@@ -59,7 +59,7 @@ from wardrik_cli.read.scan import OnGap, scan
 from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
     KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, window_reaches_dropped,
 )
-from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
@@ -327,7 +327,7 @@ class Follower:
                 gaps[name] = read_gaps(view.log.root, view.log.state_key)
             found, _rest = covered(gaps[name], prev, seq)
             for g in found:
-                if since is not None and g.time is not None and g.time < since:
+                if older_than(g, since):
                     continue
                 raw, notice = gap_notice(view.log, view, g, ev["time"], self.deployment)
                 out.setdefault((name, seq), []).append(Item(name, raw, notice, None))

@@ -31,7 +31,7 @@ from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.read.merge import Entry, Source, merge_batches
 from wardrik_cli.read.scan import OnGap
 from wardrik_cli.store.log import Log, LogView, decode_event, head_envelope, peek
-from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.read.scan import scan
 from wardrik_cli.read.whole import whole_span
 from wardrik_cli.protocol.catalogue import DROPPED
@@ -138,7 +138,7 @@ def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[Rec
     def on_gap(before: int, after: int) -> None:
         found, rest = covered(gaps, before, after, firsts)
         for g in found:
-            if since is not None and g.time is not None and g.time < since:
+            if older_than(g, since):
                 continue  # all of it older than the window
             if pending is not None:
                 pending.append(g)

@@ -257,14 +257,21 @@ def _candidates(data: bytes, size: int, test: LineTest, markers: list[bytes]) ->
     a line holding a wanted type's marker (or an escape that could spell one), and each of the
     test's needles (or an escape that could hide one)."""
     cands: set[int] | None = None
+    escaped: dict[bytes, set[int]] = {}  # an escape searched once, when types and needles both ask
+
+    def with_escape(esc: bytes) -> set[int]:
+        if esc not in escaped:
+            escaped[esc] = _line_starts(data, size, esc)
+        return escaped[esc]
+
     if test.wanted is not None:
-        cands = _line_starts(data, size, TYPE_ESCAPE) if markers else set()
+        cands = set(with_escape(TYPE_ESCAPE)) if markers else set()
         for m in markers:
             cands |= _line_starts(data, size, m)
     if test.needles and (cands is None or cands):
         odd: set[int] = set()
         for esc in test.escapes:
-            odd |= _line_starts(data, size, esc)
+            odd |= with_escape(esc)
         low = data[:size].lower() if test.lower else data
         for n in test.needles:
             hay = low if n.lower else data

@@ -14,11 +14,11 @@ Contract kept here:
   as orjson takes it), the sequences run on from ``after_seq + 1`` (when ``exact``; else from
   past ``after_seq``) one by one, the times never go back and none is below ``low``, and the
   span ends before ``until``.
-- The decoder is ``decode_event``'s own (orjson), so the two can never disagree on a line; what
-  is saved is the Python step per line (a ``Line`` made, yielded and taken apart), not the
-  decoding. (msgspec, validating without building the line, decodes twice as fast here, but
-  takes what orjson refuses, e.g. ``1e999``: parity would need a byte pass costing more
-  than it saves.)
+- The check is ``store.log.decode_all``, ``decode_event``'s decoder and checks, so the two
+  never disagree on a line; what is saved is the Python step per line (a ``Line`` made,
+  yielded and taken apart), not the decoding. (msgspec, validating without building the
+  line, decodes twice as fast here, but takes what orjson refuses, e.g. ``1e999``: parity
+  would need a byte pass costing more than it saves.)
 - Otherwise it returns None and has changed nothing: the caller reads the span with
   ``read.scan``, which says what is wrong (a corrupt line, a gap, times that go back) exactly as
   it does for any line. A line longer than the span is left to it too.
@@ -26,15 +26,8 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-from operator import itemgetter
 
-import orjson
-
-from wardrik_cli.store.log import LogView
-
-_SEQ, _TYPE, _TIME = itemgetter("sequence"), itemgetter("type"), itemgetter("time")
-_TWELVE = frozenset((12,))
-_loads = orjson.loads  # decode_event's decoder
+from wardrik_cli.store.log import LogView, decode_all
 
 
 def whole_span(view: LogView, offset: int, want: int, after_seq: int, exact: bool, low: str,
@@ -50,20 +43,11 @@ def whole_span(view: LogView, offset: int, want: int, after_seq: int, exact: boo
     if size == 0:
         return None
     raws = data[:size - 1].split(b"\n")
-    try:
-        events = list(map(_loads, raws))
-        seqs = list(map(_SEQ, events))
-        # every one a string: join refuses anything else (and a line that is not an object
-        # fails the lookups)
-        digits = "".join(seqs)
-        "".join(map(_TYPE, events))
-        times = list(map(_TIME, events))
-        "".join(times)
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+    got = decode_all(raws)
+    if got is None:
         return None
+    seqs, times = got
     n = len(raws)
-    if not (digits.isascii() and digits.isdigit() and set(map(len, seqs)) == _TWELVE):
-        return None
     first = int(seqs[0])
     if first <= after_seq or (exact and first != after_seq + 1) \
             or list(map(int, seqs)) != list(range(first, first + n)):

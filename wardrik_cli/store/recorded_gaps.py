@@ -51,6 +51,12 @@ class RecordedGap:
     time: str | None
 
 
+def older_than(gap: RecordedGap, since: str | None) -> bool:
+    """Is every event of ``gap`` older than a reader's ``since`` (so its window never reaches
+    them, and it is told nothing)? A gap of unknown time is not."""
+    return since is not None and gap.time is not None and gap.time < since
+
+
 def gaps_path(root: Root, state_key: str) -> Path:
     return root.state_path(KIND, state_key, NAME)
 

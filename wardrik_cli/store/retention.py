@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from operator import itemgetter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -50,7 +49,7 @@ from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
 from wardrik_cli.store.fsutil import open_regular, remove_below, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, block_shape, decode_event, peek
+from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import locked, try_lock
 from wardrik_cli.store.ship_slots import Slot, kind_of, record_gaps
@@ -190,8 +189,6 @@ def parse_retention(text: str) -> timedelta:
     return d
 
 
-_loads = orjson.loads  # decode_event's decoder
-_SEQ, _TYPE, _TIME = itemgetter("sequence"), itemgetter("type"), itemgetter("time")
 _SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?", re.I)
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZE = 1 << 60  # a bound past any disk, well inside the 64-bit integers a record holds
@@ -563,7 +560,7 @@ def _first_seq(fd: int, cut: int) -> int | None:
 def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
     """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. Every
     line is decoded (a line's shape says nothing of the JSON inside it): a block at a time in
-    C (``_all_events``), line by line only in a block that holds a bad one.
+    C (``store.log.decode_all``), line by line only in a block that holds a bad one.
 
     Decoding is most of what a sweep of a big prefix costs (0.3 s for 180 MB, where copying
     the kept 20 MB and syncing it takes 0.16 s), so past ``PARALLEL_MIN`` bytes the second
@@ -640,7 +637,7 @@ def _damaged_in(fd: int, start: int, stop: int) -> list[tuple[int, bytes]]:
     bad: list[tuple[int, bytes]] = []
     for off, data, size in lines.iter_spans(fd, start, stop):
         raws = data[:size - 1].split(b"\n")
-        if _all_events(raws):
+        if decode_all(raws) is not None:
             continue
         here = off
         for raw in raws:
@@ -650,21 +647,6 @@ def _damaged_in(fd: int, start: int, stop: int) -> list[tuple[int, bytes]]:
                 bad.append((here, raw))
             here += len(raw) + 1
     return bad
-
-
-def _all_events(raws: list[bytes]) -> bool:
-    """Is every line an event as ``store.log.decode_event`` judges one (its decoder, its
-    checks), judged in C over the list? False sends the block to be judged line by line."""
-    try:
-        events = list(map(_loads, raws))
-        seqs = list(map(_SEQ, events))
-        digits = "".join(seqs)  # every one a string, or join refuses
-        "".join(map(_TYPE, events))
-        "".join(map(_TIME, events))
-    except (ValueError, KeyError, TypeError):
-        return False
-    return len(digits) == 12 * len(seqs) and digits.isascii() and digits.isdigit() \
-        and all(len(q) == 12 for q in seqs)
 
 
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
