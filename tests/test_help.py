@@ -2,6 +2,7 @@
 shell completion works, and errors suggest the fix."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
@@ -132,12 +133,20 @@ def test_no_sentence_is_cut_by_hard_line_breaks():
 
 @pytest.mark.subprocess
 def test_shell_completion(tmp_path):
-    """Completion is the executable's (its HOME, its _WARDRIK_COMPLETE): a real process."""
+    """Completion is the executable's (its HOME, its _WARDRIK_COMPLETE): a real process.
+
+    Typer finds the shell among the process's ancestors (shellingham), so the two options run
+    under a bash that stays their parent: pytest itself may have no shell above it."""
+    import subprocess
+
+    from conftest import WARDRIK
+
     env = {"SHELL": "/bin/bash", "HOME": str(tmp_path)}
-    p = run_cli("--show-completion", "bash", env=env, process=True)
-    assert p.returncode == 0 and b"_WARDRIK_COMPLETE" in p.stdout and b"Traceback" not in p.stderr
-    p = run_cli("--install-completion", "bash", env=env, process=True)
-    assert p.returncode == 0 and b"Traceback" not in p.stderr
+    for opt in ("--show-completion", "--install-completion"):
+        p = subprocess.run(["bash", "-c", '"$0" "$1"; exit $?', WARDRIK, opt], capture_output=True, timeout=60,
+                           env={**os.environ, **env})
+        assert p.returncode == 0 and b"Traceback" not in p.stderr, (opt, p.stderr)
+        assert opt != "--show-completion" or b"_WARDRIK_COMPLETE" in p.stdout
     assert (tmp_path / ".bash_completions" / "wardrik.sh").exists()
     for words, cword, want in (("wardrik ta", "1", b"tail"), ("wardrik audit ", "2", b"record"),
                                ("wardrik tail --fo", "2", b"--follow"), ("wardrik --lo", "1", b"--local")):
