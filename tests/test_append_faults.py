@@ -189,3 +189,17 @@ def test_three_megabyte_event(root):
     assert got[0]["data"]["output"] == big and [e["sequence"] for e in got] == ["000000000001", "000000000002"]
     # Reading back from the end crosses the 3 MB line.
     assert run_cli("head", "acme/a", root=root, check=True).stdout.strip() == b"eyJhY21lL2EiOjJ9"
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "pretty"])
+def test_stored_but_unprinted_says_so(root, fmt):
+    """Printing after the fsync fails (stdout a full device): the events are on disk, and the
+    error says so and which, so that a script does not append them again."""
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([WARDRIK, "--root", str(root), "append", "acme/a", "--batch", "-", "-o", fmt],
+                           input=_batch(2), stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == (b"error: acme/a: events 1..2 were stored (durable) but could not be printed: "
+                        b"No space left on device; do not append them again\n")
+    assert _seqs(root / "acme" / "a.jsonl") == [1, 2]

@@ -71,7 +71,7 @@ def audit_record(
     payload = parse_json(read_arg_bytes(data, "--data"), "--data") if data is not None else {}
     line = record_audit(inv.root, type_, subject, payload, actor, assumed_by or [], inv.deployment_arg,
                         warn=inv.warn, env=inv.env, lock_timeout=inv.settings.lock_timeout, made_root=True)
-    print_appended([line.rstrip(b"\n")], fmt)
+    print_appended([line.rstrip(b"\n")], fmt, "the audit log")
 
 
 @audit_app.command("page")

@@ -19,7 +19,7 @@ from wardrik_cli.cli.inputs import read_arg_bytes
 from wardrik_cli.protocol.json_input import parse_json
 from wardrik_cli.cli.options import Data, FormatOpt
 from wardrik_cli.cli.output import Format, write_lines
-from wardrik_cli.errors import BadEvent, BadInput, ExitCode, WriteFailed
+from wardrik_cli.errors import BadEvent, BadInput, ExitCode, Failure, WriteFailed
 
 
 @app.command(rich_help_panel="Write")
@@ -89,16 +89,16 @@ def append(
     if batch is None and items[0].etype.kind == "live":
         raw = live_event(lg, items[0], deployment=deployment).rstrip(b"\n")
         live.publish(root, log, raw)
-        print_appended([raw], fmt)
+        print_appended([raw], fmt, log, live=True)
         return
     try:
         lines_out = do_append(root, lg, items, deployment=deployment, sync=not no_sync, warn=inv.warn,
                               lock_timeout=inv.settings.lock_timeout)
     except WriteFailed as e:
         if e.events:
-            print_appended([line.rstrip(b"\n") for line in e.events], fmt)
+            print_appended([line.rstrip(b"\n") for line in e.events], fmt, log)
         raise
-    print_appended([line.rstrip(b"\n") for line in lines_out], fmt)
+    print_appended([line.rstrip(b"\n") for line in lines_out], fmt, log)
     live.notify_kept(root, log, lines_out)
 
 
@@ -132,7 +132,7 @@ def append_stdin(log: str, fmt: Format | None, *, sync: bool) -> None:
         result = append_stream(
             inv.root, log, source, deployment=inv.deployment(), sync=sync, warn=inv.warn,
             lock_timeout=inv.settings.lock_timeout,
-            on_event=lambda lines: print_appended([line.rstrip(b"\n") for line in lines], fmt),
+            on_event=lambda lines: print_appended([line.rstrip(b"\n") for line in lines], fmt, log),
             on_refused=lambda n, why: inv.message(f"error: stdin line {n}: {why}"))
     except KeyboardInterrupt:
         if terminated:
@@ -145,17 +145,36 @@ def append_stdin(log: str, fmt: Format | None, *, sync: bool) -> None:
         raise typer.Exit(ExitCode.FAILURE)
 
 
-def print_appended(raws: list[bytes], fmt: Format | None) -> None:
-    """Stored lines as ``append`` and ``audit record`` print them (jsonl unless told)."""
-    if fmt == Format.pretty:
-        from wardrik_cli.cli.render.events import print_appended as pretty
+def print_appended(raws: list[bytes], fmt: Format | None, log: str, *, live: bool = False) -> None:
+    """Stored lines as ``append`` and ``audit record`` print them (jsonl unless told).
 
-        pretty([orjson.loads(r) for r in raws])
-    elif fmt == Format.json:
-        current().stdout.write(b"[" + b",".join(raws) + b"]\n")
-    else:
-        write_lines(raws)
-    current().flush_out()
+    They are durable before they are printed, so when printing fails (a full disk, an I/O
+    error; not a reader gone, which is no error) the error says they were stored, and which:
+    a script that retries on failure would otherwise append them twice."""
+    try:
+        if fmt == Format.pretty:
+            from wardrik_cli.cli.render.events import print_appended as pretty
+
+            pretty([orjson.loads(r) for r in raws])
+        elif fmt == Format.json:
+            current().stdout.write(b"[" + b",".join(raws) + b"]\n")
+        else:
+            write_lines(raws)
+        current().flush_out()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise Failure(_stored_unprinted(raws, log, live, e)) from None
+
+
+def _stored_unprinted(raws: list[bytes], log: str, live: bool, e: OSError) -> str:
+    why = e.strerror or str(e)
+    if live:
+        return f"{log}: the live event was delivered but could not be printed: {why}"
+    seqs = [int(orjson.loads(r)["sequence"]) for r in (raws[0], raws[-1])]
+    which = f"event {seqs[0]} was" if len(raws) == 1 else f"events {seqs[0]}..{seqs[1]} were"
+    return (f"{log}: {which} stored (durable) but could not be printed: {why}; "
+            f"do not append {'it' if len(raws) == 1 else 'them'} again")
 
 
 def batch_items(raw: bytes) -> list[Any]:
