@@ -13,8 +13,11 @@ Crash order:
    at once: rare); the log's new record (new inode, first kept sequence, last dropped line's
    time and hash, first kept time, and as ``previous`` the record that describes the old
    file) is written to a dot-file beside the record (``.<record>.wm.tmp``), not synced;
-3. ``Batch.commit``: every new file of the batch, logs and records, is made durable at once
+3. ``Batch.commit``: the caller's intent for the batch is written (``before_renames``: the
+   sweep's record of what the renames are about to drop, ``store.retention``), then every new
+   file of the batch, logs and records and that intent, is made durable at once
    (``fsutil.sync_files``: one ``syncfs`` per file system; an fsync each for a small batch);
+   an intent that cannot be written fails the batch, with nothing changed;
 4. every record's temp is renamed over the record; each records directory is fsynced once;
 5. every log's temp is renamed over the log; each log directory is fsynced once;
 6. the locks are released. Appenders open a log by path under its lock, so they never write
@@ -27,7 +30,8 @@ renamed before its record's rename is durable, so a new log file is never withou
 that says where its sequence starts. A crash between steps 4 and 5 leaves records naming
 inodes not yet in place; each carries the old file's record as ``previous``, which readers
 and appenders use (``LogView.watermark`` tries both), and the next sweep starts again from
-the old file.
+the old file. The intent written in step 3 is durable before step 4, so a cut that lands is
+always named by a record its sweep leaves until the cut is in the audit log (``store.retention``).
 
 Every file of the tool's read here (a record, the appender's note) is read by
 ``Root.read_state``: a link, a FIFO or device, or a file over its cap is no record, never
@@ -52,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import Failure, NotRegular
+from wardrik_cli.errors import Failure, NotRegular, WardrikError
 from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, state_dirs, sync_files, write_atomic, write_new
 from wardrik_cli.store.locking import acquire
@@ -118,6 +122,7 @@ class Staged:
     bytes_before: int
     dropped: int
     kept: int
+    next_seq: int  # the sequence the log starts at once replaced (its first kept, or the next to come)
     error: str | None = None
 
     def discard(self) -> None:
@@ -237,7 +242,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
             os.close(lock_fd)
         raise
     return Staged(log, lock_fd, tmp, wm_tmp, st1, end1, st_new.st_ino, end1 - cut, st_new.st_mtime_ns,
-                  size1, next_seq - first_seq, kept)
+                  size1, next_seq - first_seq, kept, next_seq)
 
 
 def _batch_logs() -> int:
@@ -249,13 +254,19 @@ def _batch_logs() -> int:
 
 
 class Batch:
-    """Logs staged for replacement, committed together (steps 3 to 6)."""
+    """Logs staged for replacement, committed together (steps 3 to 6).
 
-    def __init__(self) -> None:
+    ``before_renames(staged)``, when given, is called at each commit before anything of the
+    batch is synced or renamed: it writes what the renames are about to do and returns the
+    files it wrote, made durable with the batch's own (step 3). If it raises (OSError,
+    WardrikError), the batch fails with nothing changed."""
+
+    def __init__(self, before_renames: Callable[[list[Staged]], list[Path]] | None = None) -> None:
         self.staged: list[Staged] = []
         self.copied = 0
         self.started = 0.0
         self.max_logs = _batch_logs()
+        self.before_renames = before_renames
 
     def add(self, s: Staged) -> None:
         if not self.staged:
@@ -274,8 +285,16 @@ class Batch:
         staged, self.staged, self.copied = self.staged, [], 0
         try:
             live = list(staged)
+            intent: list[Path] = []
+            if self.before_renames is not None and live:
+                try:
+                    intent = self.before_renames(live)
+                except (OSError, WardrikError) as e:
+                    why = e.strerror or str(e) if isinstance(e, OSError) else str(e)
+                    self._fail(live, f"could not record the sweep's intent ({why}); nothing was changed")
+                    return staged
             try:
-                sync_files([p for s in live for p in (s.tmp, s.wm_tmp)])  # step 3
+                sync_files([p for s in live for p in (s.tmp, s.wm_tmp)] + intent)  # step 3
             except OSError as e:
                 self._fail(live, f"could not make the new file durable ({e.strerror}); nothing was changed")
                 return staged

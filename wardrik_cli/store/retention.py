@@ -29,6 +29,39 @@ Contract kept here:
   happened (the next ship finds those events still here, ships them and clears it), never a
   drop without a record. A record is read by the next ``ship``, which writes the gap to the
   store, so that remote readers get ``events.dropped`` for it.
+
+The sweep's intent (nothing is thrown away unseen, even by a sweep killed before it says so).
+A sweep that drops anything records one ``ledger.compacted`` (``data.logs``: {log: dropped};
+``data.sweep``: the sweep's id) after its last batch. Its crash order, with the batches':
+1. the first time a batch cuts a log, ``.wardrik/compact-intent.jsonl`` is created (``O_EXCL``,
+   ``O_NOFOLLOW``, in a ``.wardrik/`` checked not to be a link) with a header: the sweep's id,
+   actor, retention, size bound, start time, and the audit log's last sequence then (the
+   "audit mark"); ``.wardrik/`` is fsynced;
+2. every batch, before anything of it is synced or renamed, appends one line naming each log
+   it cuts, how many events go and the sequence the log starts at once replaced; the line is
+   made durable by the batch's own sync (``store.replace``, step 3), so it is on disk before
+   the first rename of its batch;
+3. after the last batch, ``ledger.compacted`` is appended to the audit log, durably;
+4. the intent is removed (and ``.wardrik/`` fsynced). If a log it names failed in its batch
+   (an I/O error around the renames), the intent is kept for step 5 to settle from the disk.
+5. the next ``compact``, under the compaction lock and before its own sweep (so nothing else
+   moves a log's start meanwhile), finds an intent left over and records ``ledger.compacted``
+   (``data.recovered``, ``data.started``, the dead sweep's id and actor) for the cuts that
+   landed and are not recorded yet, then removes it, with a ``warning:``.
+Why that is enough: no rename can land before the line naming it is durable (2), and the
+intent is not removed before the record is durable (3, 4), so a kill -9 anywhere from the
+first rename to the record leaves an intent naming every cut that may have landed. Whether
+one did is read from the disk, not the intent: a log starts at the planned sequence or later
+(its first event, or, for a log the cut emptied, the next sequence of a record describing
+this very file) only once its rename landed; before, the old file starts before it. A kill
+before any rename leaves an intent none of whose cuts landed: nothing is recorded. A kill
+between 3 and 4 leaves an intent whose record exists: recovery reads the audit events after
+the audit mark (the record came after it) and skips every log a ``ledger.compacted`` of the
+same sweep id names, so no drop is recorded twice, recovery's own record included. An intent
+that cannot be read (a link, a folder, a FIFO, over ``MAX_INTENT_BYTES``, not what a sweep
+writes) stops the next sweep (exit 1, naming it) and is left as it is: its drops may be
+missing from the audit log, and only a person can tell. Its last line without a newline is
+a line whose batch never reached its sync, passed over.
 """
 from __future__ import annotations
 
@@ -46,7 +79,7 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import open_regular, remove_below, write_new
+from wardrik_cli.store.fsutil import fsync_dir, open_regular, read_capped, remove_below, write_all, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, peek
@@ -657,20 +690,272 @@ def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
 
 
 # ---------------------------------------------------------------------------
+# the sweep's intent: its drops are audited even when it is killed before it says so
+# ---------------------------------------------------------------------------
+INTENT_NAME = "compact-intent.jsonl"
+# A line per batch, 60 bytes and the log's id per log cut: 250,000 logs of the longest ids in one
+# sweep. A sweep whose intent would grow past it cuts no more logs (they fail, named, and the next
+# sweep takes them): an intent its own sweep wrote is never one the next refuses as too big.
+MAX_INTENT_BYTES = 64 << 20
+_SWEEP_ID = re.compile(r"[0-9a-f]{32}")
+COMPACTED_TYPE = "wardrik.ledger.compacted"
+
+
+def intent_path(root: Root) -> Path:
+    return root.tool_dir / INTENT_NAME
+
+
+class _Intent:
+    """The durable record of what a running sweep drops (see "The sweep's intent" above).
+
+    ``before_renames`` is the batch's hook (``replace.Batch``): the first time, it creates
+    the file with its header (the sweep's id, actor, retention, size bound, start time and
+    the audit log's last sequence then) and fsyncs ``.wardrik/``; every time, it appends one
+    line naming the batch's logs that lose events (how many, and the sequence each starts at
+    once replaced), and returns the file for the batch's sync."""
+
+    def __init__(self, root: Root, retention: str, max_bytes: int | None, actor: str):
+        self.root, self.path = root, intent_path(root)
+        self.sweep, self.actor = os.urandom(16).hex(), actor
+        self.header = {"sweep": self.sweep, "actor": actor, "retention": retention, "max_bytes": max_bytes}
+        self.written = False
+        self.size = 0  # bytes written to the intent
+        self.cut: list[Staged] = []  # the logs named in the lines written (their ``error`` set by the commit)
+
+    def before_renames(self, staged: list[Staged]) -> list[Path]:
+        cut = [s for s in staged if s.dropped > 0]
+        if not cut:
+            return []
+        line = orjson.dumps({"logs": [{"log": s.log.name, "audit": s.log.is_audit, "dropped": s.dropped,
+                                       "next": s.next_seq} for s in cut]}) + b"\n"
+        if not self.written:
+            head = {**self.header, "started": format_dt(datetime.now(UTC)), "audit_mark": _audit_mark(self.root)}
+            line = orjson.dumps(head) + b"\n" + line
+        if self.size + len(line) > MAX_INTENT_BYTES:
+            raise Failure(f"this sweep's record {self.path} would pass {MAX_INTENT_BYTES >> 20} MiB; "
+                          "the next compact sweeps this log")
+        if not self.written:
+            self.root.state_dir(self.path)  # .wardrik/ is no link: NotRegular names it, the batch fails
+            write_new(self.path, line)
+            fsync_dir(self.path.parent)  # the name durable now; its bytes with the batch (step 3)
+            self.written = True
+        else:
+            fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND, what="sweep record")
+            try:
+                write_all(fd, line)
+            finally:
+                os.close(fd)
+        self.size += len(line)
+        self.cut += cut
+        return [self.path]
+
+    def remove(self, warn: Callable[[str], None]) -> None:
+        """Once the sweep's ledger.compacted is durable: the record goes (a crash before the
+        removal lands is harmless: recovery finds the event by the sweep's id)."""
+        if self.written:
+            _remove_intent(self.path, warn)
+
+
+def _audit_mark(root: Root) -> int:
+    """The audit log's last sequence (0 when there is none, or it cannot be read): every
+    event recorded after this instant comes after it."""
+    try:
+        with Log.audit(root).open() as view:
+            view.lenient = True
+            return view.last_seq()
+    except (WardrikError, OSError, ValueError, KeyError):
+        return 0
+
+
+def _remove_intent(path: Path, warn: Callable[[str], None]) -> None:
+    try:
+        os.unlink(path)
+        fsync_dir(path.parent)
+    except FileNotFoundError:
+        pass
+    except OSError as e:  # left, it is read again by the next compact, which finds its drops recorded
+        warn(f"could not remove {path} ({e.strerror}); the next compact looks at it again")
+
+
+class _DamagedIntent(Exception):
+    pass
+
+
+def _parse_intent(raw: bytes) -> tuple[dict[str, Any], list[tuple[str, bool, int, int]]] | None:
+    """(header, [(log, is audit, dropped, next sequence)]) of an intent's complete lines;
+    None when it has none (its sweep was killed before its first batch's sync: nothing of it
+    was renamed). A last line without its newline is such a line too (each is written whole
+    before the batch's sync, so an unfinished one was never synced, nor followed by a
+    rename), and is passed over. ``_DamagedIntent`` says what is wrong otherwise."""
+    from wardrik_cli.store.audit import validate_principal
+    from wardrik_cli.protocol.names import validate_log_id
+
+    parts = raw.split(b"\n")[:-1]  # complete lines only
+    if not parts:
+        return None
+    try:
+        head = orjson.loads(parts[0])
+        if not isinstance(head, dict):
+            raise _DamagedIntent("its first line is not a JSON object")
+        if not (isinstance(head.get("sweep"), str) and _SWEEP_ID.fullmatch(head["sweep"])):
+            raise _DamagedIntent("its sweep id is missing or malformed")
+        validate_principal(head.get("actor"), "actor")
+        for key in ("retention", "started"):
+            if not (isinstance(head.get(key), str) and 0 < len(head[key]) <= 64):
+                raise _DamagedIntent(f"its {key} is missing or malformed")
+        mb, mark = head.get("max_bytes"), head.get("audit_mark")
+        if not (mb is None or (type(mb) is int and 0 < mb <= MAX_SIZE)):
+            raise _DamagedIntent("its max_bytes is malformed")
+        if not (type(mark) is int and mark >= 0):
+            raise _DamagedIntent("its audit_mark is missing or malformed")
+        entries: list[tuple[str, bool, int, int]] = []
+        for n, part in enumerate(parts[1:], 2):
+            line = orjson.loads(part)
+            logs = line.get("logs") if isinstance(line, dict) else None
+            if not isinstance(logs, list):
+                raise _DamagedIntent(f"line {n} is not a batch of logs")
+            for e in logs:
+                if not (isinstance(e, dict) and isinstance(e.get("log"), str) and type(e.get("audit")) is bool
+                        and type(e.get("dropped")) is int and type(e.get("next")) is int
+                        and 0 < e["dropped"] <= e["next"]):
+                    raise _DamagedIntent(f"line {n} names a log malformed")
+                if not e["audit"]:
+                    validate_log_id(e["log"])
+                entries.append((e["log"], e["audit"], e["dropped"], e["next"]))
+    except orjson.JSONDecodeError:
+        raise _DamagedIntent("a line is not JSON") from None
+    except WardrikError as e:  # a bad principal or log id
+        raise _DamagedIntent(str(e)) from None
+    return head, entries
+
+
+def _landed(root: Root, name: str, is_audit: bool, next_seq: int) -> bool | str:
+    """Did this log's planned cut land? It did when the log now starts at ``next_seq`` or
+    later: its first event (lines that are not events passed over), or, for a log the cut
+    emptied, the next sequence its record gives (a record that describes this very file).
+    Before the rename, the old file starts before ``next_seq`` (the cut dropped events).
+    A string says why the log could not be looked at."""
+    try:
+        log = Log.audit(root) if is_audit else Log.agent(root, name)
+        with log.open() as view:
+            if view.fd is None:
+                return "it is gone"
+            view.lenient = True
+            first = view.first()
+            if first is not None:
+                return int(first[1]["sequence"]) >= next_seq
+            wm = view.watermark()
+            return wm is not None and wm.next_sequence >= next_seq
+    except (WardrikError, OSError, ValueError, KeyError) as e:
+        return str(e) if isinstance(e, WardrikError) else getattr(e, "strerror", None) or str(e)
+
+
+def _recorded(root: Root, sweep: str, mark: int) -> set[str]:
+    """The logs a ``ledger.compacted`` of sweep ``sweep`` already names: the audit events
+    after sequence ``mark`` are read, last first (lines that are not events passed over)."""
+    names: set[str] = set()
+    try:
+        with Log.audit(root).open() as view:
+            if view.fd is None:
+                return names
+            for _off, raw in lines.iter_lines_backward(view.fd, view.end):
+                try:
+                    ev = decode_event(raw)
+                    seq = int(ev["sequence"])
+                except (ValueError, KeyError):
+                    continue
+                if seq <= mark:
+                    break
+                data = ev.get("data")
+                if ev.get("type") == COMPACTED_TYPE and isinstance(data, dict) and data.get("sweep") == sweep \
+                        and isinstance(data.get("logs"), dict):
+                    names.update(data["logs"])
+    except OSError as e:
+        raise Failure(f"cannot read the audit log to recover an earlier sweep's record: {e.strerror}") from None
+    return names
+
+
+def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
+                   notice: Callable[[str], None] | None = None) -> None:
+    """Settle the record a sweep killed before it recorded its drops left (call only under
+    the compaction lock, before a sweep): ``ledger.compacted`` for the drops of it that landed
+    and are not recorded yet, then the record goes. A record that cannot be read (not a
+    regular file, a link, over ``MAX_INTENT_BYTES``, not what a sweep writes) is ``Failure``
+    and stays: its drops may be missing from the audit log, which a person must look at.
+    What was recovered is said to ``notice`` (default: ``warn``)."""
+    from wardrik_cli.store.audit import record_audit
+
+    notice = notice or warn
+
+    path = intent_path(root)
+    try:
+        raw = read_capped(path, MAX_INTENT_BYTES, what="sweep record")
+        parsed = _parse_intent(raw)
+    except FileNotFoundError:
+        return
+    except (OSError, WardrikError, _DamagedIntent) as e:
+        why = e.strerror or str(e) if isinstance(e, OSError) else str(e)
+        if isinstance(e, _DamagedIntent):
+            why = f"{path}: not a sweep record: {why}"
+        raise Failure(f"cannot read the record of an earlier compact that did not finish ({why}); its drops "
+                      f"may be missing from the audit log. Nothing was swept: look at it (and at `wardrik audit "
+                      f"page -t ledger.compacted`), move it out of {root.tool_dir}, then run compact again") from None
+    if parsed is None:
+        _remove_intent(path, warn)
+        notice(f"removed {path}, left by a compaction that was stopped before it dropped anything")
+        return
+    head, entries = parsed
+    landed: dict[str, int] = {}
+    unknown: list[str] = []
+    for name, is_audit, dropped, next_seq in entries:
+        got = _landed(root, name, is_audit, next_seq)
+        if got is True:
+            landed[name] = landed.get(name, 0) + dropped
+        elif got is not False:
+            unknown.append(f"{name} ({got})")
+    todo = landed
+    if landed:
+        done = _recorded(root, head["sweep"], head["audit_mark"])
+        todo = {k: v for k, v in landed.items() if k not in done}
+    what = f"the record of a compaction started {head['started']} that did not finish ({path})"
+    if todo:
+        data: dict[str, Any] = {"logs": todo, "retention": head["retention"], "sweep": head["sweep"],
+                                "started": head["started"], "recovered": True}
+        if head["max_bytes"] is not None:
+            data["max_bytes"] = head["max_bytes"]
+        try:
+            record_audit(root, "ledger.compacted", "ledger", data, head["actor"], warn=warn)
+        except (WardrikError, OSError) as e:
+            raise Failure(f"found {what}: {sum(todo.values())} event(s) it dropped are not in the audit log, and "
+                          f"recording them failed: {e}; nothing was swept") from None
+    _remove_intent(path, warn)
+    if todo:
+        said = f"recorded ledger.compacted for the {sum(todo.values())} event(s) it dropped from {len(todo)} log(s)"
+    elif landed:
+        said = "its drops were in the audit log already"
+    else:
+        said = "none of its drops had landed; nothing to record"
+    if unknown:
+        said += f"; could not look at {', '.join(unknown)}: not recorded"
+    (warn if unknown else notice)(f"recovered {what}: {said}")  # a cut that may be unrecorded: always said
+
+
+# ---------------------------------------------------------------------------
 # the sweep
 # ---------------------------------------------------------------------------
-def _record_sweep(root: Root, result: SweepResult, actor: str | None, warn: Callable[[str], None]) -> None:
+def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[str], None], sweep: str) -> None:
     from wardrik_cli.store.audit import record_audit
 
     data: dict[str, Any] = {"logs": {r.log: r.dropped for r in result.logs if r.dropped},
-                            "retention": result.retention}
+                            "retention": result.retention, "sweep": sweep}
     if result.max_bytes is not None:
         data["max_bytes"] = result.max_bytes
     try:
-        record_audit(root, "ledger.compacted", "ledger", data, actor or default_actor(), warn=warn)
+        record_audit(root, "ledger.compacted", "ledger", data, actor, warn=warn)
     except (WardrikError, OSError) as e:
         raise Failure(f"the sweep dropped {result.dropped} event(s) but could not record ledger.compacted "
-                      f"in the audit log: {e}") from None
+                      f"in the audit log: {e}; its record {intent_path(root)} stays, and the next compact "
+                      "records them") from None
 
 
 def default_actor() -> str:
@@ -699,7 +984,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
           now: datetime | None = None, warn: Callable[[str], None] = lambda m: None,
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
-          tidy: Callable[[Root], object] | None = None) -> SweepResult:
+          tidy: Callable[[Root], object] | None = None,
+          notice: Callable[[str], None] | None = None) -> SweepResult:
     """Compact every log under ``root``; a log that fails is recorded and the others still swept.
 
     ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
@@ -707,7 +993,9 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
     ``max_bytes`` bounds each agent's log after the time rule; the audit log is bounded by
     time only (its chain must stay verifiable from what is kept). A sweep that drops anything
     records one ``ledger.compacted`` in the audit log (``data.logs``: {log: dropped}) by
-    ``actor`` (default: the process's ``user@host``), so "who pruned what, when" has an answer."""
+    ``actor`` (default: the process's ``user@host``), so "who pruned what, when" has an answer;
+    the record a killed sweep left is settled first (``recover_intent``), and what is said of
+    it goes to ``notice`` (default: ``warn``): it is no failure, so a quiet caller may drop it."""
     root.require()
     delta = parse_duration(retention)
     try:
@@ -745,6 +1033,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         if not dry_run:
             for p in clean_stale(root):
                 warn(f"removed {p}, left by a compaction that did not finish")
+            # before this sweep changes any log's start: what an earlier one dropped is told apart
+            recover_intent(root, warn, notice or warn)
         logs = logs_of(root)
         # Read once, at the start: a position can only grow meanwhile (holding back more than
         # needed), and a target registered after this point counts from the next sweep.
@@ -754,7 +1044,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         from wardrik_cli.settings import Settings
 
         lock_timeout = Settings.from_env().lock_timeout  # read once, not once per log
-        batch = Batch()
+        intent = _Intent(root, retention, max_bytes, actor or default_actor()) if not dry_run else None
+        batch = Batch(intent.before_renames if intent is not None else None)
         waiting: list[LogResult] = []  # results whose figures the batch's commit settles
 
         def commit() -> None:
@@ -785,8 +1076,15 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             commit()
         finally:
             batch.abandon()  # only if something unexpected stopped the sweep: temps go, locks are released
-        if not dry_run and result.dropped:
-            _record_sweep(root, result, actor, warn)
+        if intent is not None and result.dropped:
+            _record_sweep(root, result, intent.actor, warn, intent.sweep)
+        if intent is not None:
+            if any(s.error for s in intent.cut):
+                # a log named in the record failed after it was written: whether its cut landed is
+                # told from the disk by the next sweep's recovery (what is recorded is not recorded twice)
+                warn(f"kept {intent.path} for the next compact: a log it names failed while it was replaced")
+            else:
+                intent.remove(warn)
         if not dry_run and tidy is not None:
             try:
                 tidy(root)
