@@ -174,6 +174,23 @@ def test_a_sweep_killed_at_a_rename_is_recorded_for_what_landed(root, target, la
     assert sum(sum(ev["data"]["logs"].values()) for ev in sweeps(root)) == sum(DROPS.values())
 
 
+@pytest.mark.subprocess
+def test_recovery_and_tidying_are_silent_under_quiet(root):
+    """What a killed sweep left (its record, its staged files) is settled by the next
+    ``compact -q`` without a word: cron mails only failures."""
+    make_logs(root)
+    p = subprocess.run([sys.executable, "-c", KILL_AT_RENAME, "--root", str(root), "compact", "-q"],
+                       capture_output=True, timeout=120,
+                       env={**os.environ, "KILL_AT_RENAME": ".wardrik/watermarks/acme/a@json"})
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    assert (root / INTENT).is_file()
+    staged = [q for q in root.rglob("*") if q.name.endswith(".tmp")]
+    assert staged, "the kill left no staged file to tidy"
+    q = run_cli("compact", "-q", "--retention", "3650d", root=root)
+    assert (q.returncode, q.stdout, q.stderr) == (0, b"", b"")
+    assert not (root / INTENT).exists() and not any(x.exists() for x in staged)
+
+
 def _plant(root: Path, kind: str) -> None:
     path = root / INTENT
     if kind == "garbage":
