@@ -181,3 +181,16 @@ def test_a_torn_tail_hint_is_said_once(two_roots):
     text = (p.stdout + p.stderr).decode()
     assert p.returncode == 0
     assert text.count("mid-line") == 1, text
+
+
+def test_head_takes_every_format(tmp_path):
+    """The contract's formats are every printing command's, head's too: the cursor alone
+    (jsonl, pretty), or {"next": cursor} (json)."""
+    write_log(tmp_path / "acme" / "x.jsonl", 3, log_id="acme/x")
+    want = b"eyJhY21lL3giOjN9"
+    for opt in ("-o", "--format", "-F"):
+        for fmt in ("jsonl", "pretty"):
+            p = run_cli("head", "acme/x", opt, fmt, root=tmp_path)
+            assert (p.returncode, p.stdout, p.stderr) == (0, want + b"\n", b""), (opt, fmt, p.stderr)
+        p = run_cli("head", "acme/x", opt, "json", root=tmp_path)
+        assert p.returncode == 0 and orjson.loads(p.stdout) == {"next": want.decode()}, p.stderr

@@ -86,6 +86,17 @@ def test_first_append_still_makes_a_root(tmp_path):
     assert run_cli("compact", "-q", root=r).returncode == 0
 
 
+def test_audit_record_makes_a_root_that_does_not_exist(tmp_path):
+    """The contract's root rule: a root that does not exist is made by append and audit record
+    (a folder that exists without .wardrik/ is still refused, above)."""
+    r = tmp_path / "new" / "root"
+    p = run_cli("audit", "record", "agent.created", "agents/a", "--actor", "u", "--data", '{"agent": {"id": "a"}}',
+                root=r)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    assert (r / ".wardrik" / "audit.jsonl").read_bytes() == p.stdout
+    assert run_cli("check", root=r).returncode == 0
+
+
 @pytest.mark.subprocess
 def test_the_readmes_cron_line_runs_as_cron_runs_it(tmp_path):
     """The crontab line from the README, run the way cron does: `env -i`, a short PATH, no

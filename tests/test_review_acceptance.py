@@ -547,6 +547,20 @@ def test_note_when_page_stops_at_limit(root, five, fmt):
     assert seqs(rest["events"]) == [3, 4, 5, 6, 7]
 
 
+def test_limit_zero_notes_what_is_left_and_reads_nothing(root, five):
+    """--limit 0 prints no event; with events to read it says so (the note), without none."""
+    p = ok(root, "page", "acme/five", "--limit", "0", "--format", "json")
+    assert orjson.loads(p.stdout)["events"] == []
+    [note] = note_lines(p)
+    m = NOTE_RE.match(note)
+    assert m and m.group(1) == "0" and decode_cursor(m.group(2)) == {"acme/five": 0}, note
+    p = ok(root, "page", "acme/five", "--limit", "0", "-t", "run.failed", "--format", "json")
+    assert note_lines(p) == [] and orjson.loads(p.stdout)["events"] == []
+    p = ok(root, "page", "acme/five", "--limit", "0", "--after", orjson.loads(
+        ok(root, "page", "acme/five", "--all", "--format", "json").stdout)["next"], "--format", "jsonl")
+    assert note_lines(p) == [] and p.stdout == b""
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "pretty"])
 def test_note_with_filter_reads_on_with_same_filter(root, five, fmt):
     p = ok(root, "page", "acme/five", "-g", "needle", "--limit", "2", "--format", fmt)

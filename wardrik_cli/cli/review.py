@@ -19,7 +19,7 @@ from wardrik_cli.cli.options import (
     After, ExcludeTypes, FormatOpt, Grep, IgnoreCase, Limit, PageCursorFile, Patterns, Run, Since, SkipCorrupt,
     Types, Until, Where,
 )
-from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_lines
+from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_json, write_lines
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
@@ -96,10 +96,11 @@ def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limi
 
 
 @app.command(rich_help_panel="Review")
-def head(patterns: Patterns = None) -> None:
+def head(patterns: Patterns = None, fmt: FormatOpt = None) -> None:
     """Print the cursor at the end of every matched log (read only what comes after it).
 
-    Later, `wardrik page PATTERN --after CURSOR` shows only what was written since.
+    Later, `wardrik page PATTERN --after CURSOR` shows only what was written since. The
+    cursor is printed alone in every format but json, which prints {"next": CURSOR}.
 
     Examples:
 
@@ -111,7 +112,11 @@ def head(patterns: Patterns = None) -> None:
     from wardrik_cli.read.reader import resolve_logs
 
     logs = resolve_logs(current().root, patterns_or_all(patterns))
-    write_lines([encode_cursor(do_head(logs)).encode()])
+    cursor = encode_cursor(do_head(logs))
+    if fmt == Format.json:
+        write_json({"next": cursor}, indent=False)
+    else:
+        write_lines([cursor.encode()])
 
 
 @app.command(rich_help_panel="Review")

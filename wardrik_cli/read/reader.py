@@ -417,9 +417,8 @@ class Reader:
         yield from merge_batches(sources, fill)
 
     def _matches(self) -> Iterator[tuple[str, int | None, bytes, dict[str, Any] | None]]:
-        """(log, seq, raw, event or None) of each match in merge order, up to the limit."""
-        if self.limit is not None and self.limit <= 0:
-            return
+        """(log, seq, raw, event or None) of each match in merge order, up to the limit (with
+        ``--limit 0``, none: the read goes only as far as the first match, for ``more``)."""
         delivered = 0
         positions = self.positions
         limit = self.limit

@@ -15,6 +15,8 @@ Contract kept here:
 """
 from __future__ import annotations
 
+import os
+
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -74,12 +76,12 @@ def record_audit(root: Root, type_name: str, subject: str, data: Any, actor: str
                  lock_timeout: float | None = None, made_root: bool = False) -> bytes:
     """Append one audit event; returns the stored line (with its newline), durable unless
     sync=False. ``made_root``: refuse a folder that is not a root (``wardrik init``), once the
-    record itself is known to be good."""
+    record itself is known to be good; a root that does not exist is made."""
     from wardrik_cli.store.append import append
     from wardrik_cli.store.log import Log
 
     item = make_record(type_name, subject, data, actor, assumed_by)
-    if made_root:
+    if made_root and os.path.lexists(root.path):  # a root that does not exist is made, as by a first append
         root.require_made("audit record")
     dep = root.deployment(deployment, env=env)
     if warn is None:
