@@ -329,6 +329,25 @@ def test_file_output_is_otlp_json_lines_with_the_same_spans(root, cli, receiver,
     assert keyed(receiver.spans()) == from_file
 
 
+def test_file_output_may_be_a_device_or_a_fifo(root, cli, tmp_path):
+    """-o FILE that is not a regular file (/dev/null, a FIFO a reader drains): written, not
+    fsynced (it has nothing to sync), exit 0."""
+    import threading
+
+    a_run(cli, 1)
+    p = cli("export", "otlp", "-o", "/dev/null")
+    assert (p.returncode, p.stderr) == (0, b""), p.stderr
+    fifo = tmp_path / "spans.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    p = cli("export", "otlp", "-o", str(fifo))
+    reader.join(60)
+    assert (p.returncode, p.stderr) == (0, b""), p.stderr
+    assert got and got[0].startswith(b'{"resourceSpans":[')
+
+
 def test_content_only_with_the_flag(root, cli, receiver):
     a_run(cli, 1)
     assert cli("export", "otlp", "--endpoint", receiver.url).returncode == 0

@@ -46,6 +46,11 @@ def test_compact_quiet_is_silent_when_well_and_loud_when_not(root):
     p = run_cli("compact", "-q", "--retention", "30d", root=root)
     assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
     assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1  # it did sweep
+    with open(root / "acme" / "old.jsonl", "ab") as f:
+        f.write(b'{"half')  # a torn tail: cut, its bytes kept beside, and no word under --quiet
+    p = run_cli("compact", "-q", "--retention", "30d", root=root)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
+    assert [x.read_bytes() for x in (root / "acme").glob("old.jsonl.torn-*")] == [b'{"half']
     with open(root / "acme" / "bad.jsonl", "wb") as f:
         f.write(b"not json\n")
     p = run_cli("compact", "-q", "--retention", "30d", root=root)

@@ -60,6 +60,7 @@ import calendar
 import gc
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -624,8 +625,8 @@ class FileSink:
     def close(self) -> None:
         try:
             self.stream.flush()
-            if self.fsync:
-                os.fsync(self.stream.fileno())
+            if self.fsync and stat.S_ISREG(os.fstat(self.stream.fileno()).st_mode):
+                os.fsync(self.stream.fileno())  # a device, FIFO or pipe has nothing to sync (EINVAL)
         except OSError as e:
             raise ExportFailed(f"cannot write spans to {self.name}: {e.strerror or e}") from None
 

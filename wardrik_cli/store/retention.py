@@ -1059,7 +1059,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         try:
             for log in logs:
                 try:
-                    r = compact_log(log, cutoff, dry_run=dry_run, warn=warn, lock_timeout=lock_timeout,
+                    # a torn tail cut (its bytes kept beside) is tidying, no failure: ``notice``
+                    r = compact_log(log, cutoff, dry_run=dry_run, warn=notice or warn, lock_timeout=lock_timeout,
                                     max_bytes=None if log.is_audit else max_bytes, batch=batch,
                                     slots=slots, lag_cutoff=lag_cutoff)
                 except (WardrikError, OSError) as e:
