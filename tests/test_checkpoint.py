@@ -238,15 +238,29 @@ def act_json(cli):
     return orjson.loads(p.stdout)["acme/t"]
 
 
-def test_in_place_edit_of_a_middle_line_is_the_documented_limit(root, cli):
-    # An in-place edit (same inode) of a line between the first and the checkpoint's is not
-    # seen by the checkpoint (that would mean reading the log): checkpoint.py's docstring says
-    # so, and a fold without the checkpoints is the remedy. If this starts failing because the
-    # edit is caught, update that docstring.
+def test_in_place_edit_of_a_middle_line_is_caught_when_the_file_did_not_grow(root, cli):
+    # Same inode, same size, the checkpoint's and the first line untouched: only the mtime
+    # says the file was written since without growing, i.e. rewritten in place.
     path = root / "acme" / "t.jsonl"
     write(root, "acme/t", run_events(1))  # line 2 (index 1) is the run.started with the task
+    os.utime(path, ns=(10**18, 10**18))  # an mtime in the past: the edit's is surely another
+    cli("fold", "acme/t", check=True)
+    assert (root / ".wardrik" / "checkpoints").is_dir()
+    _overwrite(path, b'"Why is', b'"How is', 1)
+    assert orjson.loads(cli("fold", "acme/t").stdout)["state"]["task"] == "How is checkout slow?"
+
+
+def test_in_place_edit_of_a_middle_line_then_an_append_is_the_documented_limit(root, cli):
+    # An in-place edit (same inode) of a line between the first and the checkpoint's, in a
+    # file that has grown since, is not seen by the checkpoint (that would mean reading the
+    # log): checkpoint.py's docstring says so, and a fold without the checkpoints is the
+    # remedy. If this starts failing because the edit is caught, update that docstring.
+    path = root / "acme" / "t.jsonl"
+    write(root, "acme/t", run_events(1))
     cli("fold", "acme/t", check=True)
     _overwrite(path, b'"Why is', b'"How is', 1)
+    n = len(path.read_bytes().splitlines())
+    write(root, "acme/t", [("message.started", {"message": {"id": "m7"}})], first_seq=n + 1, mode="ab")
     assert orjson.loads(cli("fold", "acme/t").stdout)["state"]["task"] == "Why is checkout slow?"
     assert full(root).state["task"] == "How is checkout slow?"
     import shutil

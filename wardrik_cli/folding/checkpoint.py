@@ -7,10 +7,11 @@ Contract kept here:
   so no two (log, view) pairs share a file). Only logs under a root have checkpoints; a
   ``.jsonl`` path outside one never does.
 - What: ``{"checkpoint": 2, "log", "view", "version", "seq", "id", "offset", "inode",
-  "line_sha256", "first_seq", "first_sha256", "state"}``: the view's state after the event
-  with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where the next line starts,
-  ``inode`` the log file's, and the SHA-256 (hex) of the raw bytes (without the ``\n``) of
-  that event's line and of the log's first line when it was taken.
+  "size", "mtime_ns", "line_sha256", "first_seq", "first_sha256", "state"}``: the view's
+  state after the event with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where
+  the next line starts, ``inode``, ``size`` and ``mtime_ns`` the log file's when it was read,
+  and the SHA-256 (hex) of the raw bytes (without the ``\n``) of that event's line and of the
+  log's first line when it was taken.
 - Valid only when all of these hold, checked in O(log n) small reads (the first line and the
   line ending at ``offset``, never the log): same view and view version; the same file (its
   inode: a rewrite by ``sed -i``, an editor or a compaction makes a new file, so the
@@ -21,9 +22,12 @@ Contract kept here:
   never trusted, and overwritten by the next save. A checkpoint that is a link (or under a
   linked folder), a FIFO, a device or over ``MAX_BYTES`` is none (``Root.read_state``): never
   followed, waited on or read whole; a state too big to be read back is not saved.
+- A file of the same size as when the checkpoint was taken but written since (another
+  mtime) was rewritten in place, not appended to (appends grow it): discarded.
 - The limit: an in-place edit (same inode) of a line between the first and the checkpoint's
-  own, keeping the checkpoint's line at the same offset, is not seen (catching it would mean
-  reading the log, which a checkpoint exists to avoid). ``wardrik check`` verifies every
+  own, keeping the checkpoint's line at the same offset, in a file that has also grown since
+  (or whose mtime was put back) is not seen (catching it would mean reading the log, which a
+  checkpoint exists to avoid). ``wardrik check`` verifies every
   line, and a fold without a checkpoint (delete ``.wardrik/checkpoints/``) folds them all.
 - A valid checkpoint is only replaced by one at a higher sequence (the callers' rule).
 - Writes are atomic (a temporary file beside it, then rename) and only on a writable root:
@@ -104,6 +108,8 @@ def load(log: Log, lv: LogView, view_name: str, version: str) -> Checkpoint | No
         return None
     if lv.fd is None or lv.ino != inode or offset > lv.end:
         return None
+    if doc.get("size") == lv.size and doc.get("mtime_ns") != lv.mtime_ns:
+        return None  # written since without growing: rewritten in place, not appended to
     first = lines.first_line(lv.fd, lv.end)
     if first is None or _sha256(first[1]) != first_hash or _seq_id(first[1])[0] != first_seq:
         return None
@@ -145,6 +151,7 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
         return False
     head = orjson.dumps({"checkpoint": FORMAT, "log": log.name, "view": view_name, "version": version,
                          "seq": seq, "id": last_id, "offset": offset, "inode": lv.ino,
+                         "size": lv.size, "mtime_ns": lv.mtime_ns,
                          "line_sha256": _sha256(last_raw), "first_seq": first_seq,
                          "first_sha256": _sha256(first[1])})
     body = head[:-1] + b',"state":' + state_json + b"}"
