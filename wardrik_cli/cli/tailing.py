@@ -13,6 +13,13 @@ Contract kept here:
   after CMD exits 0. On failure the listener restarts from the last saved cursor after a
   backoff (0.5 s doubling to 30 s): at-least-once, so CMD should drop a repeat by the
   event's id. Without ``-f`` it gives up after ``EXEC_RETRIES`` failures in a row (exit 1).
+- CMD runs in a process group of its own (``follow.hook``). With ``--exec``, Ctrl-C, SIGTERM
+  and SIGHUP (a closed terminal) stop the tail, with or without -f; one that comes while CMD
+  runs is sent on to CMD's whole group, SIGKILL follows after a grace, and only then does
+  the tail end: no hook outlives it, and the interrupted event, its cursor never saved,
+  comes again on the next run. A follow ends with exit 0 as above; without -f, Ctrl-C is
+  exit 130 and SIGTERM/SIGHUP end the tail as they would have (raised again once the hook
+  is gone and the cursor is saved).
 - ``tail -f`` of a pattern that matches no log yet says so once on stderr (``note: waiting
   for ...``, with the closest existing ids for a literal one, as ``tail`` without -f names
   them in its error) and follows on: the log is shown once it is written.
@@ -42,11 +49,14 @@ EXEC_RETRIES = 3  # without -f: a command that fails this many times more ends t
 
 
 class Stopper:
-    """SIGINT/SIGTERM become KeyboardInterrupt, but never in the middle of a held section."""
+    """SIGINT/SIGTERM (and SIGHUP with ``hangup``) become KeyboardInterrupt, but never in the
+    middle of a held section; ``signum`` is the last such signal received."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hangup: bool = False) -> None:
         self.holding = 0
         self.pending = False
+        self.signum: int | None = None
+        self.hangup = hangup
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -54,7 +64,13 @@ class Stopper:
             return  # an in-process run on another thread: the caller stops it
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._handler)
+        if self.hangup and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stands
+            self._old[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._handler)
         self._old[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._give_way)
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._old)
 
     def uninstall(self) -> None:
         for sig, old in self._old.items():
@@ -62,6 +78,7 @@ class Stopper:
         self._old.clear()
 
     def _handler(self, signum: int, frame: Any) -> None:
+        self.signum = signum
         if self.holding:
             if self.pending:
                 raise KeyboardInterrupt  # asked twice: stop now
@@ -181,14 +198,16 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
     shown = choose(fmt, Format.jsonl)
     if shown == Format.json and follow:
         raise BadInput("--format json prints one document; with -f use jsonl (or pretty)")
-    stopper = Stopper()
+    stopper = Stopper(hangup=exec_cmd is not None)
     saver = CursorSaver(cursor_file)
     if follow:
         inv.following = True
+    if follow or exec_cmd is not None:  # without -f too, a signal must end a hook before the tail
         stopper.install()
     printer: Any = None
     n_shown = 0  # items shown (printed, and the cursor saved past them)
     stopped_at: Cursor | None = None  # where a stopped follow ended (see below)
+    raise_again: int | None = None  # a signal that ends a tail without -f, once all is tidied
     try:
         if follow and live and not isinstance(live, bool):  # agents' logs, by pattern (not the audit log)
             note_waiting(root, live, inv.note)
@@ -227,6 +246,8 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             f.close()
     except KeyboardInterrupt:
         if not follow:
+            if stopper.installed and stopper.signum in (signal.SIGTERM, signal.SIGHUP):
+                raise_again = stopper.signum  # not a Ctrl-C (exit 130): end as that signal would have
             raise
         _quiet_stdout(inv)  # output still buffered for a blocked reader is dropped, not waited on
     except BrokenPipeError:
@@ -239,6 +260,8 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             if printer is not None:
                 printer.close()  # no write from its ticker after this (an error may be printed next)
             stopper.uninstall()
+            if raise_again is not None:
+                signal.raise_signal(raise_again)  # the disposition it had before: by default, the end
 
 
 def _quiet_stdout(inv: Invocation) -> None:
@@ -256,15 +279,16 @@ def _quiet_stdout(inv: Invocation) -> None:
 def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None, kw: dict[str, Any], cmd: str,
               saver: CursorSaver, stopper: Stopper, inv: Invocation) -> None:
     """``--exec``: a listener whose handler runs ``sh -c CMD`` per event (see the module docstring)."""
-    import subprocess
-
+    from wardrik_cli.follow.hook import Hook
     from wardrik_cli.follow.listener import Listener
+
+    hook = Hook(cmd, stop_signal=lambda: stopper.signum)
 
     def handle(event: dict[str, Any], listener: Listener) -> bool:
         item = listener.item
         assert item is not None and listener.cursor is not None
         env = dict(inv.env, WARDRIK_CURSOR=listener.cursor, WARDRIK_LOG=item.log)
-        rc = subprocess.run(cmd, shell=True, input=item.raw + b"\n", env=env).returncode
+        rc = hook.run(item.raw + b"\n", env, guard=lambda: stopper)
         if rc != 0:
             failures[0] = rc
             return False

@@ -1,0 +1,157 @@
+"""What a follower leaves behind when it stops, and what it survives: real processes, real
+signals.
+
+- ``tail [-f] --exec``: a follower stopped while a hook runs ends the hook's whole process
+  group (children too, one that ignores SIGTERM after a grace), saves the cursor only past
+  hooks that exited 0 (the interrupted event comes again next run) and ends as a signal stop
+  does: exit 0 with -f.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import run_cli  # noqa: E402
+from follow_util import LIVE_WAIT, Tailer, add  # noqa: E402
+
+from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor  # noqa: E402
+
+pytestmark = pytest.mark.subprocess
+CEILING = 20.0  # waited out only by a failing test, never a latency assertion
+
+
+def _wait(cond, what: str, timeout: float = CEILING) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.02)
+
+
+def _marked(marker: str, but: int | None = None) -> list[int]:
+    """Live processes whose command line holds ``marker`` (but pid ``but``, the follower)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == but:
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if marker.encode() in f.read():  # a zombie's is empty: it runs nothing
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+def _kill_marked(marker: str) -> None:
+    """What a failing test may leave running, gone (never left to outlive the test run)."""
+    for pid in _marked(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+CHILD = ("import signal, sys, time\n"
+         "if sys.argv[2] == 'stubborn':\n"
+         "    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
+         "open(sys.argv[1], 'w').close()\n"
+         "time.sleep(120)\n")
+
+
+def _hook(tmp_path: Path, marker: str, *, stubborn: bool) -> tuple[Path, Path]:
+    """A hook script (its path holds ``marker``): event 1 exits 0 at once; event 2 starts
+    children whose command lines hold ``marker`` (one ignoring SIGTERM/SIGINT/SIGHUP with
+    ``stubborn``) and waits on one. Returns (script, the file written if event 2 completes)."""
+    done = tmp_path / "done"
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    script = tmp_path / f"{marker}.sh"
+    bg = f"{sys.executable} {child} {tmp_path}/ready.stubborn stubborn {marker} &\n  " if stubborn else ""
+    script.write_text(f"""#!/bin/sh
+exec >/dev/null 2>&1  # a child left running must not hold the follower's pipes open: the test reports it
+ev=$(cat)
+case "$ev" in *'"sequence":"000000000002"'*)
+  {bg}{sys.executable} {child} {tmp_path}/ready.sleeper plain {marker}
+  echo done >> {done} ;;
+esac
+exit 0
+""")
+    script.chmod(0o755)
+    return script, done
+
+
+def _signal(t: Tailer, sig: int) -> int:
+    """Send ``sig`` to the follower alone and wait for it to end (its output is read to the
+    end later: a hook left running would hold its pipes open)."""
+    t.proc.send_signal(sig)
+    return t.proc.wait(LIVE_WAIT)
+
+
+def _hook_running(tmp_path: Path, stubborn: bool) -> bool:
+    return (tmp_path / "ready.sleeper").exists() and (not stubborn or (tmp_path / "ready.stubborn").exists())
+
+
+def test_sigterm_ends_the_hook_and_its_children_and_the_event_comes_again(root, tmp_path):
+    """Before: the follower exited 0 and the hook's children (both) ran on without it."""
+    marker = f"wardrikhook{uuid.uuid4().hex}"
+    script, done = _hook(tmp_path, marker, stubborn=True)
+    add(root, "e/a", "one")
+    add(root, "e/a", "two")
+    cf = tmp_path / "cursor"
+    t = Tailer(root, "-f", "e/a", "--after", encode_cursor({}), "--cursor-file", str(cf), "--exec", str(script))
+    try:
+        _wait(lambda: _hook_running(tmp_path, True), f"the hook's children started; stderr {t.err!r}")
+        assert decode_cursor(cf.read_text()) == {"e/a": 1}  # event 1's hook exited 0
+        assert len(_marked(marker, but=t.proc.pid)) >= 3  # the hook's shell and its two children
+        rc = _signal(t, signal.SIGTERM)
+        _wait(lambda: not _marked(marker), "no hook process left")
+        t.kill()  # its output read to the end
+        assert rc == 0, t.err  # the contract: a signal ends a follow with exit 0
+        assert not done.exists()
+        assert decode_cursor(cf.read_text()) == {"e/a": 1}  # not past the interrupted event
+        assert b"Traceback" not in t.err, t.err
+    finally:
+        _kill_marked(marker)
+        t.kill()
+    # at least once: the next run hands event 2 over again
+    out = tmp_path / "again"
+    p = run_cli("tail", "e/a", "--cursor-file", str(cf), "--exec", f"cat >> {out}", root=root)
+    assert p.returncode == 0, p.stderr
+    assert [orjson.loads(line)["data"]["trigger"]["name"] for line in out.read_bytes().splitlines()] == ["two"]
+    assert decode_cursor(cf.read_text()) == {"e/a": 2}
+
+
+@pytest.mark.parametrize("follow,sig,code", [
+    (True, signal.SIGINT, 0),  # Ctrl-C sent to the follower alone: forwarded to the hook's group
+    (True, signal.SIGHUP, 0),  # before: the follower died of it (-1), the hook ran on
+    (False, signal.SIGTERM, -signal.SIGTERM),  # without -f: it still dies of it, once the hook is gone
+])
+def test_a_stop_signal_leaves_no_hook_running(root, tmp_path, follow, sig, code):
+    marker = f"wardrikhook{uuid.uuid4().hex}"
+    script, done = _hook(tmp_path, marker, stubborn=False)
+    add(root, "e/a", "one")
+    add(root, "e/a", "two")
+    cf = tmp_path / "cursor"
+    args = ["-f"] if follow else []
+    t = Tailer(root, *args, "e/a", "--after", encode_cursor({}), "--cursor-file", str(cf), "--exec", str(script))
+    try:
+        _wait(lambda: _hook_running(tmp_path, False), f"the hook's child started; stderr {t.err!r}")
+        rc = _signal(t, sig)
+        _wait(lambda: not _marked(marker), "no hook process left")
+        t.kill()
+        assert rc == code, t.err
+        assert not done.exists()
+        assert decode_cursor(cf.read_text()) == {"e/a": 1}
+        assert b"Traceback" not in t.err, t.err
+    finally:
+        _kill_marked(marker)
+        t.kill()
