@@ -5,12 +5,19 @@ signals.
   group (children too, one that ignores SIGTERM after a grace), saves the cursor only past
   hooks that exited 0 (the interrupted event comes again next run) and ends as a signal stop
   does: exit 0 with -f.
+- ``tail -f`` over a root deleted and recreated (``rm -rf ROOT``, then an append makes it
+  again) sees the new logs at once, not at the next safety sweep: the follower here runs with
+  ``FULL_SWEEP_S`` set to an hour, so the sweep cannot be what delivers them.
 """
 from __future__ import annotations
 
 import os
+import queue
+import shutil
 import signal
+import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -155,3 +162,54 @@ def test_a_stop_signal_leaves_no_hook_running(root, tmp_path, follow, sig, code)
     finally:
         _kill_marked(marker)
         t.kill()
+
+
+# The CLI's entry point with the safety sweep an hour apart: only a prompt notice of the new
+# root can deliver what is written there within the test's ceiling.
+LAUNCH = ("import sys\n"
+          "import wardrik_cli.follow.follower as f\n"
+          "f.FULL_SWEEP_S = 3600.0\n"
+          "from wardrik_cli.cli.entry import main\n"
+          "sys.argv = ['wardrik', *sys.argv[1:]]\n"
+          "main()\n")
+
+
+class _SlowSweepTailer(Tailer):
+    """``Tailer``, but the follower is the CLI run with ``FULL_SWEEP_S`` = 3600 s."""
+
+    def __init__(self, root: Path, *args: str):
+        self.root = root
+        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCH, "--root", str(root), "tail", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.err = b""
+        self.got: list[bytes] = []
+        self._pumps = [threading.Thread(target=self._pump_err, daemon=True),
+                       threading.Thread(target=self._pump, daemon=True)]
+        for th in self._pumps:
+            th.start()
+
+
+def test_a_root_deleted_and_recreated_is_followed_again_at_once(tmp_path):
+    """Before: its watch stayed on the deleted directory, and the new logs showed only at the
+    safety sweep (here an hour away)."""
+    root = tmp_path / "root"
+    add(root, "a/x", "old")
+    t = _SlowSweepTailer(root, "-f", "a/*")
+    try:
+        assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["old"]
+        t.wait_registered()
+        shutil.rmtree(root)
+        assert t.wait_err(b"a/x: the log was deleted", LIVE_WAIT), t.err
+        add(root, "a/y", "new-y")  # makes the root again: a log the follower never knew
+        [ev] = t.events(1, CEILING)
+        assert (ev["data"]["trigger"]["name"], ev["sequence"]) == ("new-y", "000000000001")
+        add(root, "a/x", "new-x")  # the old log, recreated: read again from its start
+        [ev] = t.events(1, CEILING)
+        assert (ev["data"]["trigger"]["name"], ev["sequence"]) == ("new-x", "000000000001")
+        assert t.wait_err(b"a/x: the log was deleted and recreated; reading it again from its start"), t.err
+        t.wait_registered()  # registered for live events in the new root too
+        assert t.nothing_more(0) == []
+    finally:
+        rc = t.stop()
+    assert rc == 0 and b"Traceback" not in t.err, t.err

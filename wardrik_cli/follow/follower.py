@@ -24,6 +24,10 @@ Contract kept here:
   stat of every followed file every ``poll_s`` seconds (``WARDRIK_POLL_S``, 0.2 s). With
   inotify every file is still looked at every ``FULL_SWEEP_S`` as a safety net, so an idle
   follower's cost does not grow with the number of logs.
+- A root deleted under the follower (``rm -rf``) is warned about once; it is then polled
+  (as without inotify) until it exists again. A root made again (or replaced) gets a new
+  watch, every log is looked for and read at once (a recreated log from its start, as
+  above), and a live registration is made again in it.
 - Over ``KEEP_OPEN`` logs a followed file is open only while it is read, so a follower
   needs a few file descriptors whatever the number of logs.
 - A follower registered for live events that wants ``activity.changed`` makes it itself
@@ -60,7 +64,7 @@ from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file i
     KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, window_reaches_dropped,
 )
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
-from wardrik_cli.follow.wakeup import HANGUP, Waker, Wakeups
+from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Waker, Wakeups
 from wardrik_cli.protocol.catalogue import PREFIX
 
 if TYPE_CHECKING:
@@ -215,17 +219,30 @@ class Follower:
         """Start wake-ups (and the live registration) before reading back."""
         self._wakeups = Wakeups(self._root_abs, step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd, warn=self.warn)
         self.watcher_active = self._wakeups.watching
-        if self.live_patterns and self._registrable():
-            from wardrik_cli.follow.live import Subscription
+        self._register_live()
 
-            types = sorted(self.filters.types) if self.filters.types is not None else None
-            try:
-                self._sub = Subscription(self.root, self.live_patterns, types)
-            except OSError:
-                self._sub = None  # a read-only root has no writers, hence no live events
-            if self._sub is not None:
-                self._receiver = _LiveReceiver(self._sub, self._wakeups.waker)
-                self._receiver.start()
+    def _register_live(self) -> None:
+        if not (self.live_patterns and self._registrable()):
+            return
+        from wardrik_cli.follow.live import Subscription
+
+        assert self._wakeups is not None
+        types = sorted(self.filters.types) if self.filters.types is not None else None
+        try:
+            self._sub = Subscription(self.root, self.live_patterns, types)
+        except OSError:
+            self._sub = None  # a read-only root has no writers, hence no live events
+        if self._sub is not None:
+            self._receiver = _LiveReceiver(self._sub, self._wakeups.waker)
+            self._receiver.start()
+
+    def _unregister_live(self) -> None:
+        if self._receiver is not None:
+            self._receiver.close()
+            self._receiver = None
+        if self._sub is not None:
+            self._sub.close()
+            self._sub = None
 
     def _registrable(self) -> bool:
         """Only a writable root gets a registration; a read-only one is left untouched."""
@@ -237,12 +254,7 @@ class Follower:
 
     def close(self) -> None:
         self._stopped = True
-        if self._receiver is not None:
-            self._receiver.close()
-            self._receiver = None
-        if self._sub is not None:
-            self._sub.close()
-            self._sub = None
+        self._unregister_live()
         for st in self.states.values():
             st.close()
         if self._wakeups is not None:
@@ -401,18 +413,30 @@ class Follower:
     def _follow(self) -> Iterator[Item]:
         wakeups = self._wakeups
         assert wakeups is not None
-        tick = self.poll_s if self.poll_s is not None else (1.0 if wakeups.watching else 0.2)
-        rescan_every = FULL_SWEEP_S if wakeups.watching else tick
         import time
 
         last_rescan = last_sweep = time.monotonic()
         for st in list(self.states.values()):
             yield from self._read_log(st)
         while not self._stopped:
+            # (per turn: watching stops while the root is gone, or when inotify fails)
+            tick = self.poll_s if self.poll_s is not None else (1.0 if wakeups.watching else 0.2)
+            rescan_every = FULL_SWEEP_S if wakeups.watching else tick
             if wakeups.wait(tick) == HANGUP:
                 return
             if self._stopped:
                 return
+            root_news = wakeups.check_root()
+            if root_news is not None:
+                self.watcher_active = wakeups.watching
+            if root_news == GONE:
+                self.warn(f"the root {self._root_abs} was deleted; waiting for it to be made again")
+            elif root_news == NEW:
+                if self.live_patterns:
+                    # the registration went with the old directory: no appender could reach us
+                    self._unregister_live()
+                    self._lost_reported = 0
+                    self._register_live()
             # live events and doorbells, in the order they were sent
             if self._receiver is not None:
                 while not self._stopped:
@@ -440,10 +464,11 @@ class Follower:
             changed = wakeups.take_changes()
             now = time.monotonic()
             unknown = {p for p in changed if self._unknown(p)}
-            new_folder = any(not p.endswith(".jsonl") for p in changed)
+            # a new folder, or a new root (what it held before its watch was set was never reported)
+            new_folder = root_news == NEW or any(not p.endswith(".jsonl") for p in changed)
             added: list[_LogState] = []
             if now - last_rescan >= rescan_every or unknown or new_folder:
-                if now - last_rescan >= rescan_every:
+                if now - last_rescan >= rescan_every or root_news == NEW:
                     self._ruled_out.clear()
                 last_rescan = now
                 for log in self.logs_fn():

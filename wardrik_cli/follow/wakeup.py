@@ -13,15 +13,22 @@ Contract kept here:
   reader of a pipe went away, noticed even while nothing else happens.
 - ``wait(timeout)`` blocks in one ``poll`` on all of it, so an idle follower costs nothing
   between its ticks, whatever the number of logs.
+- An inotify watch follows an inode, not a path: once the root is deleted (``rm -rf``; the
+  watcher reports it) or replaced, it sees nothing more. ``check_root()`` (one stat, at each
+  wake-up) tells: ``GONE`` (the watch is dropped and ``watching`` is False: the caller polls
+  until the root is back) or ``NEW`` (the watch is set on the new directory before it
+  returns; what that directory already held was never reported, so look at everything).
 """
 from __future__ import annotations
 
 import os
 import select
+import stat
 import threading
 from collections.abc import Callable
 
 RING, CHANGES, TIMEOUT, HANGUP = "ring", "changes", "timeout", "hangup"
+GONE, NEW = "gone", "new"  # what check_root() found
 READY_CEILING_S = 5.0  # how long to wait for the watches to be in place before polling instead
 
 
@@ -67,6 +74,15 @@ class _ReadyStop:
         return self.stop.is_set()
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    """The directory at ``path`` (device, inode), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 def _logs_and_folders(_change: object, path: str) -> bool:
     """Log files, and folders (a folder made just now may already hold a log that the
     recursive watch, added after the folder appeared, never reports)."""
@@ -82,11 +98,15 @@ class _Watcher(threading.Thread):
         self.changed: set[str] = set()
         self.lock = threading.Lock()
 
+    def _wanted(self, change: object, path: str) -> bool:
+        # the root too once it is gone (no folder then): its deletion is seen to at once
+        return path == self.path or _logs_and_folders(change, path)
+
     def run(self) -> None:
         from watchfiles import watch
 
         try:
-            for changes in watch(self.path, watch_filter=_logs_and_folders,
+            for changes in watch(self.path, watch_filter=self._wanted,
                                  debounce=self.step_ms, step=self.step_ms, stop_event=self.events,
                                  rust_timeout=0, raise_interrupt=False, ignore_permission_denied=True):
                 with self.lock:
@@ -103,6 +123,10 @@ class _Watcher(threading.Thread):
             out, self.changed = self.changed, set()
         return out
 
+    def stop(self) -> None:
+        self.events.stop.set()
+        self.join(timeout=2)
+
 
 class Wakeups:
     """File changes, rings and a hangup, waited on together (see the module docstring)."""
@@ -112,22 +136,47 @@ class Wakeups:
         self.waker = Waker()
         self.hangup_fd = hangup_fd
         self.watching = False
+        self._root, self._step_ms, self._warn = root_path, step_ms, warn
+        # Taken before the watch is set: a root replaced meanwhile is told apart at the next check.
+        self._root_id = _identity(root_path)
+        self._rewatch = False  # may check_root() set a new watch (it worked once)?
         self._watcher: _Watcher | None = None
         self._poll = select.poll()
         self._poll.register(self.waker.r, select.POLLIN)
         if hangup_fd is not None:
             self._poll.register(hangup_fd, 0)  # POLLERR/POLLHUP are always reported
         if watch:
-            w = _Watcher(root_path, self.waker, step_ms)
-            w.start()
-            w.events.ready.wait(READY_CEILING_S)
-            if w.failed is None and w.is_alive():
-                self._watcher, self.watching = w, True
-            else:
-                w.events.stop.set()
-                if warn is not None:
-                    why = w.failed if w.failed is not None else "the watcher did not start"
-                    warn(f"file notifications unavailable ({why}); polling instead")
+            self._rewatch = self._start_watch()
+
+    def _start_watch(self) -> bool:
+        w = _Watcher(self._root, self.waker, self._step_ms)
+        w.start()
+        w.events.ready.wait(READY_CEILING_S)
+        if w.failed is None and w.is_alive():
+            self._watcher, self.watching = w, True
+            return True
+        w.events.stop.set()
+        if self._warn is not None:
+            why = w.failed if w.failed is not None else "the watcher did not start"
+            self._warn(f"file notifications unavailable ({why}); polling instead")
+        return False
+
+    def check_root(self) -> str | None:
+        """Is the root still the directory watched? None: yes (or nothing is watched); ``GONE``
+        or ``NEW``: see the module docstring."""
+        if not self._rewatch:
+            return None
+        now = _identity(self._root)
+        if now == self._root_id:
+            return None
+        self._root_id = now
+        if self._watcher is not None:
+            self._watcher.stop()  # its inode is gone: it would never report anything again
+            self._watcher, self.watching = None, False
+        if now is None:
+            return GONE
+        self._rewatch = self._start_watch()
+        return NEW
 
     def ring(self) -> None:
         self.waker.ring()
@@ -157,7 +206,6 @@ class Wakeups:
 
     def close(self) -> None:
         if self._watcher is not None:
-            self._watcher.events.stop.set()
-            self._watcher.join(timeout=2)
+            self._watcher.stop()
             self._watcher = None
         self.waker.close()
