@@ -668,6 +668,37 @@ def test_single_missing_sequence_warned(root):
     _assert_gap_warning(p, root, "acme/gap", [5])
 
 
+def _repeat_log(root: Path, log: str, order: list[int]) -> None:
+    """A log of 6 events rewritten with its lines in ``order`` (1-based; repeats allowed)."""
+    for i in range(1, 7):
+        append(root, log, "trigger.fired", {"trigger": {"name": f"t{i}"}})
+    path = root / f"{log}.jsonl"
+    ls = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(ls[k - 1] for k in order))
+
+
+@pytest.mark.parametrize("cmd", [["page", "--format", "jsonl"], ["page", "-t", "run.failed", "--format", "jsonl"],
+                                 ["page", "--limit", "3", "--format", "jsonl"], ["tail", "-n", "20"]])
+@pytest.mark.parametrize("order", [[1, 2, 2, 3, 4, 5, 6], [1, 2, 4, 3, 5, 6]], ids=["repeated", "out-of-order"])
+def test_a_line_repeated_or_out_of_order_is_passed_over_with_a_warning(root, cmd, order):
+    """Never silently: the line whose sequence is not above the one before it is left out and
+    a warning names the log and the line (a forward read leaves out the later of two, tail's
+    backward read the earlier)."""
+    _repeat_log(root, "acme/rep", order)
+    _gap_log(root, "acme/fine", [])
+    p = run_cli(cmd[0], "acme/rep", "acme/fine", *cmd[1:], root=root)
+    assert p.returncode == 0, p.stderr
+    got = [(e["subject"], int(e["sequence"])) for e in map(orjson.loads, p.stdout.splitlines())]
+    mine = [q for subj, q in got if subj == "agents/acme/rep"]
+    assert mine == sorted(set(mine)), got  # each sequence once, in order
+    ws = [w for w in warning_lines(p) if "missing" not in w]  # 1,2,4,3: 3 is first missing, then late
+    # (a filtered read passes over a block in shape by its first and last sequences and its
+    # line count: two lines swapped inside it are not seen there; `check` sees them)
+    if "run.failed" not in cmd or order[2] == 2:
+        assert len(ws) == 1 and "acme/rep" in ws[0] and "out of order" in ws[0], p.stderr
+    assert not any("acme/fine" in w for w in warning_lines(p)), p.stderr
+
+
 def test_gap_across_several_logs_names_the_right_log(root):
     _gap_log(root, "acme/fine", [])
     _gap_log(root, "acme/holed", [2])

@@ -59,9 +59,10 @@ from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
-from wardrik_cli.read.scan import OnGap, scan
+from wardrik_cli.read.scan import OnGap, OnRepeat, scan
 from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
-    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, window_reaches_dropped,
+    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, repeat_reporter,
+    window_reaches_dropped,
 )
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Waker, Wakeups
@@ -152,6 +153,7 @@ class _LogState:
         self.seen_file = False
         self.size_seen: tuple[int, int] = (-1, -1)
         self.activity: ActivityTracker | None = None  # made when a follower wants activity.changed
+        self.on_repeat: OnRepeat | None = None  # told of a line out of order (made on the first read)
 
     def close(self) -> None:
         if self.view is not None:
@@ -366,8 +368,10 @@ class Follower:
                     view.release()
             # a recorded gap is an events.dropped among the events shown (below), not a warning
             reporters = {log.name: gap_reporter(log, self.warn, [], since=self.filters.since) for log in logs}
+            repeats = {log.name: repeat_reporter(log.name, self.warn) for log in logs}
             back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt,
-                            on_gap=lambda name, a, b: _tell(reporters[name], a, b))
+                            on_gap=lambda name, a, b: _tell(reporters[name], a, b),
+                            on_repeat=lambda name, off, q, after: _tell_repeat(repeats[name], off, q, after))
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             recorded = self._recorded_between(chosen, by_name)
@@ -610,9 +614,11 @@ class Follower:
         if end <= st.offset:
             return
         met: list[RecordedGap] = []
+        if st.on_repeat is None:
+            st.on_repeat = repeat_reporter(log.name, self.warn)
         for line in scan(st.view, st.offset, end, test=self.filters.line_test(), after_seq=st.position,
                          on_corrupt=self.on_corrupt, on_gap=gap_reporter(log, self.warn, met),
-                         gap_from_start=st.position > 0):
+                         gap_from_start=st.position > 0, on_repeat=st.on_repeat):
             if met:  # events dropped at their source just before this line (a copy of a shipped log)
                 for g in met:
                     raw, notice = gap_notice(log, st.view, g, line.time, self.deployment)
@@ -661,6 +667,11 @@ class Follower:
 def _tell(on_gap: OnGap | None, before: int, after: int) -> None:
     if on_gap is not None:
         on_gap(before, after)
+
+
+def _tell_repeat(on_repeat: OnRepeat | None, off: int, seq: int, after: int) -> None:
+    if on_repeat is not None:
+        on_repeat(off, seq, after)
 
 
 def _classify(view: LogView, position: int, last_id: str | None, *, replaced: bool = False) -> str:

@@ -12,7 +12,9 @@ Contract kept here:
   corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
 - With ``since``, a log is read back no further than its first line older than it (logs this
   tool wrote are sorted by time).
-- A sequence gap between lines read back goes to ``on_gap(log, before, after)``.
+- A sequence gap between lines read back goes to ``on_gap(log, before, after)``; a line
+  whose sequence is not below the one read back before it (repeated or out of order) is passed
+  over and goes to ``on_repeat(log, offset, seq, after)``.
 - ``ReadBack.exhausted`` names the logs read back to their first line: every matching event
   they hold was chosen.
 """
@@ -120,8 +122,10 @@ class ReadBack:
 
     def __init__(self, views: list[LogView], n: int, filters: Filters, *,
                  on_corrupt: Callable[[CorruptLedger], None] | None = None,
-                 on_gap: Callable[[str, int, int], None] | None = None):
+                 on_gap: Callable[[str, int, int], None] | None = None,
+                 on_repeat: Callable[[str, int, int, int], None] | None = None):
         self.views, self.n, self.filters, self.on_corrupt, self.on_gap = views, n, filters, on_corrupt, on_gap
+        self.on_repeat = on_repeat
         self.exhausted: set[str] = set()
 
     def run(self) -> list[tuple[str, int, bytes, dict[str, Any]]]:
@@ -154,8 +158,13 @@ class ReadBack:
                     if ev is None:
                         continue
                     seq, t, peeked = int(ev["sequence"]), ev["time"], False
-                if back.last_seq is not None and seq != back.last_seq - 1 and seq < back.last_seq \
-                        and self.on_gap is not None:
+                if back.last_seq is not None and seq >= back.last_seq:
+                    # not below the line after it: repeated or out of order (a damaged log);
+                    # passed over, and told (read backwards, it is the earlier of the two)
+                    if self.on_repeat is not None:
+                        self.on_repeat(back.view.log.name, off, seq, back.last_seq)
+                    continue
+                if back.last_seq is not None and seq != back.last_seq - 1 and self.on_gap is not None:
                     self.on_gap(back.view.log.name, seq, back.last_seq)
                 back.last_seq = seq
                 if since is not None and t < since:

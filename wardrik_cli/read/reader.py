@@ -29,7 +29,7 @@ from wardrik_cli.store import lines
 from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.read.merge import Entry, Source, merge_batches
-from wardrik_cli.read.scan import OnGap
+from wardrik_cli.read.scan import OnGap, OnRepeat
 from wardrik_cli.store.log import Log, LogView, decode_event, head_envelope, peek
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.read.scan import scan
@@ -149,6 +149,27 @@ def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[Rec
                 warn(gap_warning(name, a - 1, b + 1))
 
     return on_gap
+
+
+REPEATS_TOLD = 10  # lines out of order told one by one per log; past it, one line says there are more
+
+
+def repeat_reporter(name: str, warn: Callable[[str], None] | None) -> OnRepeat | None:
+    """What a read does with a line whose sequence is not above the one before it (repeated or
+    out of order: a damaged log): passed over, and a warning says so (never silently)."""
+    if warn is None:
+        return None
+    told = [0]
+
+    def on_repeat(off: int, seq: int, before: int) -> None:
+        told[0] += 1
+        if told[0] <= REPEATS_TOLD:
+            warn(f"{name}: sequence {seq} at byte {off} is out of order next to {before} (a line repeated or "
+                 "out of order); passed over (see `wardrik check`)")
+        elif told[0] == REPEATS_TOLD + 1:
+            warn(f"{name}: more lines repeat or go back in sequence; passed over (see `wardrik check`)")
+
+    return on_repeat
 
 
 def gap_notice(log: Log, view: LogView, gap: RecordedGap, next_time: str, deployment: str) -> tuple[bytes, Notice]:
@@ -322,7 +343,8 @@ class Reader:
             accepts, on_gap = self.judge(name, pending)
             batch: list[Entry] = []
             for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
-                             on_gap=on_gap, gap_from_start=exact, block=self.block):
+                             on_gap=on_gap, gap_from_start=exact, block=self.block,
+                             on_repeat=repeat_reporter(name, self.warn)):
                 if pending:  # events dropped at their source just before this line
                     for g in pending:
                         raw, notice = self.gap_notice(name, g, line.time)
@@ -350,7 +372,8 @@ class Reader:
             if low is not None:
                 met: list[RecordedGap] = []
                 accepts, on_gap = self.judge(log.name, met)
-                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block, met]))
+                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block, met,
+                                                                         repeat_reporter(log.name, self.warn)]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -362,7 +385,7 @@ class Reader:
 
         def fill(src: Source) -> list[Entry]:
             state = src.state
-            view, accepts, on_gap, read, pending = state
+            view, accepts, on_gap, read, pending, on_repeat = state
             view.reacquire()
             name = src.name
             if every and accepts is None:
@@ -383,7 +406,7 @@ class Reader:
             for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
                 for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
                                  on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
-                                 block=read, once=once):
+                                 block=read, once=once, on_repeat=on_repeat):
                     ev = line.event
                     t = line.time  # keyed(), inlined: never below the log's last key
                     if t < src.high:

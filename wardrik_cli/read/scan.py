@@ -21,6 +21,10 @@ Used by the reader (``page``, ``tail``'s read-back), the follower and the fold. 
   is the one after the hole (a line passed over comes on its own, with its own time).
 - A complete line that is not an event goes to ``decode`` (default: ``CorruptLedger``, or
   ``on_corrupt`` told and the line passed over); a custom ``decode`` may refuse otherwise.
+- ``on_repeat(offset, seq, before)``: told of a line whose sequence is not above the one
+  read before it in this scan (a repeated or out-of-order line: a damaged log), which is passed
+  over; lines at or before ``after_seq`` ahead of the scan's first line are not (the caller
+  may start early on purpose).
 - Each ``Line`` says where the next one starts (``end``): a caller that stops keeps it.
 - ``once``: read one block only (a merge takes a span of a log at a time).
 - ``lazy`` (a test of types only: no needles): the dense path. In every block in this
@@ -54,6 +58,7 @@ from stringzilla import find as _sz_find
 
 Decode = Callable[[int, bytes], dict[str, Any] | None]
 OnGap = Callable[[int, int], None]
+OnRepeat = Callable[[int, int, int], None]  # (offset, the line's sequence, the one read before it)
 SPARSE = 3  # the block search is used when at most one line in SPARSE may be wanted
 
 
@@ -76,7 +81,8 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
          test: LineTest | None = None, after_seq: int = 0, until: str | None = None, at: int | None = None,
          on_corrupt: Callable[[CorruptLedger], None] | None = None, decode: Decode | None = None,
          on_gap: OnGap | None = None, gap_from_start: bool = False,
-         block: int = lines.CHUNK, once: bool = False, lazy: bool = False) -> Iterator[Line]:
+         block: int = lines.CHUNK, once: bool = False, lazy: bool = False,
+         on_repeat: OnRepeat | None = None) -> Iterator[Line]:
     """The lines of ``view`` in ``[start, end)``, as the module docstring says."""
     fd = view.fd
     if fd is None or start >= end:
@@ -142,6 +148,8 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                         pos = seq
                         found += 1
                         yield _new(Line, (block_off + s, raw, seq, event["time"], event, block_off + e + 1, 1))
+                    elif on_repeat is not None and (armed or pos > after_seq):
+                        on_repeat(block_off + s, seq, pos)
                 if picker is None:
                     dense = found * SPARSE > n_lines
                 last_seq, last_time, last_off, last_raw = summary
@@ -166,6 +174,8 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                 if p is not None and not test.line_may_match(p[0], raw):
                     seq = int(p[1])
                     if seq <= pos:
+                        if on_repeat is not None and (armed or pos > after_seq):
+                            on_repeat(here, seq, pos)
                         continue
                     t = p[2].decode()
                     if (until is not None and t >= until) or (at is not None and seq > at):
@@ -196,6 +206,8 @@ def scan(view: LogView, start: int, end: int, *, wanted: frozenset[bytes] | None
                 continue
             seq = int(ev["sequence"])
             if seq <= pos:
+                if on_repeat is not None and (armed or pos > after_seq):
+                    on_repeat(here, seq, pos)  # a line repeated, or out of order: passed over, told
                 continue
             t = ev["time"]
             if (until is not None and t >= until) or (at is not None and seq > at):
