@@ -213,3 +213,38 @@ def test_a_root_deleted_and_recreated_is_followed_again_at_once(tmp_path):
     finally:
         rc = t.stop()
     assert rc == 0 and b"Traceback" not in t.err, t.err
+
+
+def test_activity_watch_waits_out_a_deleted_root_and_shows_the_new_one(tmp_path):
+    """Before: the next redraw found no root and the watch ended with `error: root ... does not
+    exist` (exit 2). Now it says once that the root was deleted, waits, and shows the root made
+    again."""
+    from conftest import WARDRIK
+
+    root = tmp_path / "root"
+    add(root, "a/x", "old")
+    p = subprocess.Popen([WARDRIK, "--root", str(root), "activity", "--watch", "-o", "json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: queue.Queue[bytes] = queue.Queue()
+    err = bytearray()
+    threading.Thread(target=lambda: [lines.put(line) for line in p.stdout], daemon=True).start()  # type: ignore[union-attr]
+    threading.Thread(target=lambda: [err.extend(line) for line in p.stderr], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        assert set(orjson.loads(lines.get(timeout=CEILING))) == {"a/x"}
+        shutil.rmtree(root)
+        _wait(lambda: b"was deleted; waiting" in err or p.poll() is not None, "the deletion noticed")
+        assert p.poll() is None, bytes(err)
+        add(root, "a/y", "new")
+        seen: set[str] = set()
+        deadline = time.monotonic() + CEILING
+        while "a/y" not in seen and time.monotonic() < deadline:
+            try:
+                seen = set(orjson.loads(lines.get(timeout=0.5)))
+            except queue.Empty:
+                assert p.poll() is None, bytes(err)
+        assert seen == {"a/y"}
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(CEILING)
+    assert rc == 0 and b"Traceback" not in err and b"error" not in err, bytes(err)
+    assert err.count(b"was deleted; waiting for it to be made again") == 1, bytes(err)

@@ -21,9 +21,11 @@ from wardrik_cli.cli.options import (
     Types, Where,
 )
 from wardrik_cli.cli.output import Format, choose, emit
+from wardrik_cli.errors import NoSuchRoot
 from wardrik_cli.read.reader import OnCorrupt
 
 WATCH_TICK_S = 1.0  # the "for" column ticks this often while nothing changes
+GONE_POLL_S = 0.2  # a deleted root is looked for this often until it is made again
 
 
 @app.command(rich_help_panel="Watch")
@@ -135,7 +137,7 @@ def activity(
 def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt) -> None:
     """Redraw at each change of a matched log; Ctrl-C, SIGTERM or a closed stdout end it (exit 0)."""
     from wardrik_cli.folding.activity import activities, details
-    from wardrik_cli.follow.wakeup import HANGUP, Wakeups
+    from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Wakeups
     from wardrik_cli.protocol.names import has_wildcards
     from wardrik_cli.read.reader import resolve_logs
 
@@ -162,7 +164,10 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
     def snapshot() -> dict[str, Any]:
         # Literal names may not exist yet while watching: keep only what exists.
         pats = [p for p in patterns if has_wildcards(p) or root.log_path(p).is_file() or root.is_folder(p)]
-        return fold_all(resolve_logs(root, pats), corrupt) if pats else {}
+        try:
+            return fold_all(resolve_logs(root, pats), corrupt) if pats else {}
+        except NoSuchRoot:
+            return {}  # deleted since the last look (without inotify, nothing said it): nothing to show
 
     wakeups = Wakeups(str(root.path.resolve()), step_ms=inv.settings.watch_step_ms, hangup_fd=inv.stdout_fd(),
                       warn=inv.warn)
@@ -170,12 +175,24 @@ def _watch(inv: Invocation, patterns: list[str], fmt: Format, corrupt: OnCorrupt
     tick = WATCH_TICK_S if wakeups.watching else (inv.settings.poll_s or 0.5)
 
     def changes() -> Iterator[bool]:
-        """True when a matched log may have changed; ends when stdout's reader went away."""
+        """True when a matched log may have changed; ends when stdout's reader went away. A
+        root deleted is waited for (said once), as ``tail -f`` waits; made again, it is
+        watched anew and read at once."""
+        gone = False
         while True:
-            what = wakeups.wait(tick)
+            what = wakeups.wait(GONE_POLL_S if gone else tick)
             if what == HANGUP:
                 return
-            changed = bool(wakeups.take_changes()) or not wakeups.watching
+            found = wakeups.check_root()
+            if found == GONE or (gone and found is None):
+                if not gone:
+                    inv.warn(f"the root {root.path} was deleted; waiting for it to be made again")
+                    gone = True
+                wakeups.take_changes()
+                continue
+            if found == NEW:
+                gone = False
+            changed = found == NEW or bool(wakeups.take_changes()) or not wakeups.watching
             yield changed
 
     try:
