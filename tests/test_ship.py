@@ -184,6 +184,9 @@ def test_two_shippers_at_once_store_each_log_once(tmp_path, target):
     assert sum(d["segments"] for d in docs) == sum(len(v) for v in logs.values())
 
 
+ROUNDS = 12  # kills at random instants; each lands mid-ship (after storing 1-3 segments) nearly always
+
+
 @pytest.mark.subprocess
 def test_kill_9_mid_ship_with_an_appender_running(tmp_path, bucket):
     t = S3Target(bucket)
@@ -212,7 +215,7 @@ def test_kill_9_mid_ship_with_an_appender_running(tmp_path, bucket):
     mid_ship = alive = 0
     started = time.monotonic()
     try:
-        for _ in range(30):
+        for _ in range(ROUNDS):
             before = len(t.segments())
             p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", t.url, "-q"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -236,9 +239,9 @@ def test_kill_9_mid_ship_with_an_appender_running(tmp_path, bucket):
         for a in appenders:
             a.stdin.close()
             a.wait(timeout=30)
-    print(f"[{alive} of 30 killed while running, {mid_ship} after storing a segment; "
+    print(f"[{alive} of {ROUNDS} killed while running, {mid_ship} after storing a segment; "
           f"{time.monotonic() - started:.1f}s]")
-    assert alive >= 20 and mid_ship >= 5
+    assert alive >= ROUNDS * 2 // 3 and mid_ship >= ROUNDS // 3
     p = run_cli("ship", t.url, "-o", "json", root=r, process=True)
     assert p.returncode == 0, p.stderr
     logs = stored_logs(t)
