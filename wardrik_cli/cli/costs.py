@@ -13,7 +13,7 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import build_filters, on_corrupt, patterns_or_all
+from wardrik_cli.cli.inputs import build_filters, on_corrupt, patterns_or_all, refuse_root_file
 from wardrik_cli.cli.options import Patterns, Run, SkipCorrupt, Since, Until
 
 
@@ -192,6 +192,12 @@ def export_otlp(
     if output is not None and endpoint is not None:
         raise BadInput("-o FILE and --endpoint URL were both given: export to one or the other")
     filters = build_filters(run=run, since=since)  # checks --run and --since before anything is read
+    # A file this export writes must not be one of the root's own: `-o ROOT/acme/b.jsonl` would
+    # append spans to a log, a cursor file there would replace it.
+    if output is not None and output != "-":
+        refuse_root_file(output, "-o/--output")
+    if cursor_file is not None:
+        refuse_root_file(cursor_file, "--cursor-file")
     sink: Any
     if output is not None:
         protocol, dest = "http/json", ("stdout" if output == "-" else output)

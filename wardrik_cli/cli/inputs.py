@@ -56,13 +56,104 @@ def on_corrupt(skip: bool) -> Callable[[CorruptLedger], None] | None:
 
 
 def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
-    """The start: ``--after`` when given, else the cursor file's cursor when it exists."""
+    """The start: ``--after`` when given, else the cursor file's cursor when it exists. A
+    cursor file that is one of the root's own files is refused first (``refuse_root_file``),
+    whether or not ``--after`` is given: the file is written after the read."""
     from wardrik_cli.read.cursor_file import read_file
 
+    if cursor_file is not None:
+        refuse_root_file(cursor_file, "--cursor-file")
     if after is not None:
         return decode_cursor(after)
     if cursor_file is not None:
         return read_file(cursor_file)
+    return None
+
+
+def refuse_root_file(path: str | os.PathLike[str], option: str) -> None:
+    """Refuse (``BadInput``, exit 2) a file that a reader would write (a cursor file, an
+    export's output) when it is, or resolves to through links, one of the root's own files:
+    a log (``*.jsonl`` under the root) or the bytes kept beside one (``*.jsonl.torn-*``,
+    ``*.jsonl.damaged-*``), or anything under ``ROOT/.wardrik/`` (the audit log, locks,
+    checkpoints). Writing there would replace or corrupt a log, and readers never write
+    one. Checked before anything is read or written. A remote root is not checked: the
+    only local copy of it is the mirror in the cache, which every sync rewrites."""
+    inv = current()
+    if inv.remote_root_url is not None:
+        return
+    why = root_file(Path(path), inv.root.path)
+    if why is not None:
+        raise BadInput(f"{option} {os.fsdecode(path)!r} {why}: readers never write the root's logs or "
+                       f".wardrik/; give a file outside them")
+
+
+def _protected(rel: tuple[str, ...]) -> str | None:
+    """What the root's file at ``rel`` (its parts below the root) is, when wardrik keeps it."""
+    if rel and rel[0] == ".wardrik":
+        return "is under the root's .wardrik/ (the audit log, locks, checkpoints)"
+    name = rel[-1] if rel else ""
+    if name.endswith(".jsonl"):
+        return "is a log of the root (a *.jsonl file under it)"
+    if ".jsonl." in name:
+        return "is a file kept beside a log of the root"
+    return None
+
+
+def root_file(path: Path, root: Path) -> str | None:
+    """Why ``path`` is a file of ``root`` that no reader may write (``refuse_root_file``), or
+    None. Both the path as written and where its links lead are looked at (a link named
+    ``cursor`` to a log, or a cursor named ``log.jsonl`` inside the root that a write would
+    make a log), and a hard link to such a file found anywhere under the root."""
+    import stat
+
+    roots = {os.path.abspath(root), os.path.realpath(root)}
+    given, real = os.path.abspath(path), os.path.realpath(path)
+    for p in (given, real):
+        for r in roots:
+            rel = os.path.relpath(p, r)
+            if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+                continue
+            why = _protected(tuple(Path(rel).parts))
+            if why is not None:
+                return why if p == given else f"leads through a link to {real}, which {why}"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # nothing there yet (it will be made outside the root's files) or no way to look
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        # Another name for the same file: only a walk of the root can say whether one is a log.
+        # Rare (a hard-linked cursor or output), so the walk's cost is paid only then.
+        found = _hard_link_in(root, (st.st_dev, st.st_ino))
+        if found is not None:
+            return f"is a hard link to {root / found}, which {_protected(found.parts)}"
+    return None
+
+
+def _hard_link_in(root: Path, key: tuple[int, int]) -> Path | None:
+    """A protected file under ``root`` (relative to it) that is the inode ``key``, else None.
+    Walks folders without following links, one at a time."""
+    try:
+        if os.stat(root).st_dev != key[0]:
+            return None  # a hard link never crosses file systems
+    except OSError:
+        return None
+    folders: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
+    while folders:
+        here, rel = folders.pop()
+        try:
+            with os.scandir(here) as entries:
+                for e in entries:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            folders.append((e.path, (*rel, e.name)))
+                        elif e.is_file(follow_symlinks=False) and _protected((*rel, e.name)) is not None:
+                            st = e.stat(follow_symlinks=False)
+                            if (st.st_dev, st.st_ino) == key:
+                                return Path(*rel, e.name)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
     return None
 
 

@@ -1,0 +1,107 @@
+"""Hostile input at the command line's edges, each found by review and reproduced first.
+
+- A file a reader writes (a cursor file, ``export otlp -o``) that is, or leads to, one of the
+  root's own files (a log, ``.wardrik/``) is refused before anything is read or written.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import in_process, run_cli
+
+TRIGGER = '{"trigger": {"name": "x"}}'
+
+
+def _err_line(p) -> str:
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
+    assert b"Traceback" not in p.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. a reader never writes a file of the root
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def two_logs(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    for _ in range(3):
+        run_cli("append", "acme/a", "trigger.fired", "-d", TRIGGER, root=root, check=True)
+    run_cli("append", "acme/b", "run.started", "-d", '{"task": "t"}', root=root, check=True)
+    run_cli("append", "acme/b", "run.completed", root=root, check=True)
+    run_cli("audit", "record", "agent.created", "agents/acme/a", "-d", '{"agent": {"id": "acme/a"}}',
+            "--actor", "alice", root=root, check=True)
+    return root
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))}
+
+
+def _targets(root: Path, tmp_path: Path) -> dict[str, Path]:
+    link = tmp_path / "link.cursor"
+    link.symlink_to(root / "acme" / "a.jsonl")
+    hard = tmp_path / "hard.cursor"
+    os.link(root / "acme" / "a.jsonl", hard)
+    folder_link = tmp_path / "acme-link"
+    folder_link.symlink_to(root / "acme")
+    return {"log": root / "acme" / "a.jsonl", "audit": root / ".wardrik" / "audit.jsonl",
+            "new-log": root / "acme" / "new.jsonl", "tool-dir": root / ".wardrik" / "c.cursor",
+            "link": link, "hard-link": hard, "through-folder-link": folder_link / "b.jsonl"}
+
+
+COMMANDS = {
+    "page": ["page", "acme/a"],
+    "page-after": ["page", "acme/a", "--after", "eyJhY21lL2EiOjF9"],
+    "tail": ["tail", "acme/a"],
+    "audit-page": ["audit", "page"],
+    "audit-tail": ["audit", "tail"],
+    "export": ["export", "otlp", "acme/b", "-o", "-"],
+}
+
+
+@pytest.mark.parametrize("cmd", list(COMMANDS))
+def test_a_cursor_file_that_is_a_file_of_the_root_is_refused(two_logs, tmp_path, cmd):
+    root = two_logs
+    for what, target in _targets(root, tmp_path).items():
+        before = _snapshot(root)
+        p = run_cli(*COMMANDS[cmd], "--cursor-file", str(target), root=root)
+        assert p.returncode == 2, (what, p.stderr)
+        assert "--cursor-file" in _err_line(p) and p.stdout == b"", (what, p.stdout)
+        assert _snapshot(root) == before, what
+        assert not (root / "acme" / "new.jsonl").exists()
+
+
+def test_tail_follow_refuses_a_cursor_file_that_is_a_log(two_logs):
+    """tail -f checks it in the same place, before following anything (in this process: a
+    refusal returns at once)."""
+    before = _snapshot(two_logs)
+    p = in_process(["--root", str(two_logs), "tail", "-f", "acme/a", "--cursor-file",
+                    str(two_logs / "acme" / "a.jsonl")], dict(os.environ))
+    assert p.returncode == 2 and "--cursor-file" in _err_line(p)
+    assert _snapshot(two_logs) == before
+
+
+def test_export_output_that_is_a_file_of_the_root_is_refused(two_logs, tmp_path):
+    root = two_logs
+    for what, target in _targets(root, tmp_path).items():
+        before = _snapshot(root)
+        p = run_cli("export", "otlp", "acme/b", "-o", str(target), root=root)
+        assert p.returncode == 2, (what, p.stderr)
+        assert "-o" in _err_line(p), what
+        assert _snapshot(root) == before, what
+    assert not (root / "acme" / "new.jsonl").exists()
+
+
+def test_files_outside_the_root_still_work(two_logs, tmp_path):
+    cur = tmp_path / "a.cursor"
+    p = run_cli("page", "acme/a", "--cursor-file", str(cur), root=two_logs)
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 3
+    assert cur.read_text().strip() == "eyJhY21lL2EiOjN9"
+    spans = tmp_path / "spans.jsonl"  # named like a log, but outside the root
+    p = run_cli("export", "otlp", "acme/b", "-o", str(spans), "--cursor-file", str(tmp_path / "o.cursor"),
+                root=two_logs)
+    assert p.returncode == 0 and spans.read_bytes().count(b"\n") == 1, p.stderr
