@@ -2,9 +2,11 @@
 
 - A file a reader writes (a cursor file, ``export otlp -o``) that is, or leads to, one of the
   root's own files (a log, ``.wardrik/``) is refused before anything is read or written.
+- ``-o csv`` on a terminal shows controls in cells as visible escapes; in a pipe it is exact.
 """
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -105,3 +107,49 @@ def test_files_outside_the_root_still_work(two_logs, tmp_path):
     p = run_cli("export", "otlp", "acme/b", "-o", str(spans), "--cursor-file", str(tmp_path / "o.cursor"),
                 root=two_logs)
     assert p.returncode == 0 and spans.read_bytes().count(b"\n") == 1, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. csv on a terminal is made safe; in a pipe it is exact
+# ---------------------------------------------------------------------------------------------
+class _Terminal(io.BytesIO):
+    """A stdout that says it is a terminal (what ``Invocation.isatty`` asks), in this process."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _on_terminal(argv: list[str]) -> tuple[int, bytes, bytes]:
+    from wardrik_cli.cli.app import run
+
+    out, err = _Terminal(), io.BytesIO()
+    code = run(argv, dict(os.environ), stdin=io.BytesIO(), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+HOSTILE = "\x1b]0;PWNED\x07\u202e\x9b2J\x7f"
+ESCAPED = b"\\x1b]0;PWNED\\x07\\u202e\\x9b2J\\x7f"
+
+
+@pytest.fixture
+def hostile_root(tmp_path: Path) -> Path:
+    import orjson
+
+    root = tmp_path / "r"
+    tool = {"tool": {"name": HOSTILE, "call": {"id": "c1"}}}
+    run_cli("append", "a", "tool_call.started", "-d", orjson.dumps(tool).decode(), root=root, check=True)
+    run_cli("append", "a", "tool_call.completed", "-d", orjson.dumps(tool).decode(), root=root, check=True)
+    return root
+
+
+@pytest.mark.parametrize("args", [["stats", "--by", "tool"], ["sql", "select name from tool_calls"]],
+                         ids=["stats", "sql"])
+def test_csv_on_a_terminal_shows_controls_as_escapes(hostile_root, args):
+    if args[0] == "sql":
+        pytest.importorskip("duckdb")
+    code, out, err = _on_terminal(["--root", str(hostile_root), *args, "-o", "csv"])
+    assert code == 0, err
+    assert ESCAPED in out, out
+    assert not any(b in out for b in (b"\x1b", b"\x07", b"\x7f", "\u202e".encode(), "\x9b".encode())), out
+    piped = run_cli(*args, "-o", "csv", root=hostile_root)  # not a terminal: the cell as stored
+    assert piped.returncode == 0 and HOSTILE.encode() in piped.stdout

@@ -95,7 +95,7 @@ def stats(
         print_stats(result)
         inv.flush_out()
     elif shown == "csv":
-        inv.stdout.write(_csv(result.by, result.rows))
+        inv.stdout.write(_csv(result.by, result.rows, terminal=inv.isatty()))
         inv.flush_out()
     else:
         from wardrik_cli.cli.output import Format, emit
@@ -103,11 +103,14 @@ def stats(
         emit(Format(shown), pretty=lambda: None, jsonl=result.rows, json=result.to_json())
 
 
-def _csv(by: str, rows: list[dict[str, Any]]) -> bytes:
-    """A header and a row a group; a null is an empty cell."""
+def _csv(by: str, rows: list[dict[str, Any]], *, terminal: bool = False) -> bytes:
+    """A header and a row a group; a null is an empty cell. On a terminal (``terminal``) every
+    cell passes ``cli.safe_text.safe``, as pretty output does: a group's name comes from event
+    data and could retitle or clear the screen; to a pipe or a file the cells are exact."""
     import csv
     import io
 
+    from wardrik_cli.cli.safe_text import safe
     from wardrik_cli.folding.stats import COLUMNS
 
     buf = io.StringIO()
@@ -115,7 +118,8 @@ def _csv(by: str, rows: list[dict[str, Any]]) -> bytes:
     names = (by, "log", *COLUMNS) if by == "run" else (by, *COLUMNS)
     w.writerow(names)
     for r in rows:
-        w.writerow(["" if r[k] is None else r[k] for k in names])
+        cells = ["" if r[k] is None else r[k] for k in names]
+        w.writerow([safe(c) if isinstance(c, str) else c for c in cells] if terminal else cells)
     return buf.getvalue().encode()
 
 

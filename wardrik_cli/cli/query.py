@@ -82,7 +82,7 @@ def sql(
         if shown == SqlFormat.pretty:
             _pretty(q.columns, q.batches())
         elif shown == SqlFormat.csv:
-            _csv(q.columns, q.batches())
+            _csv(q.columns, q.batches(), terminal=inv.isatty())
         else:
             _json(q.columns, q.types, q.batches(), array=shown == SqlFormat.json)
     inv.flush_out()
@@ -173,16 +173,22 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _csv(columns: list[str], batches: Iterator[list[tuple[Any, ...]]]) -> None:
+def _csv(columns: list[str], batches: Iterator[list[tuple[Any, ...]]], *, terminal: bool = False) -> None:
+    """CSV as DuckDB gives the rows. On a terminal (``terminal``) every cell and column name
+    passes ``cli.safe_text.safe``, as the pretty table's do (data could hold an escape that
+    retitles or clears the screen); to a pipe or a file the cells are exact."""
     import csv
     import io
 
+    from wardrik_cli.cli.safe_text import safe
+
+    cell: Callable[[Any], str] = (lambda v: safe(_text(v))) if terminal else _text
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180: CRLF, a quote doubled inside quotes
-    w.writerow(columns)
+    w.writerow([safe(c) for c in columns] if terminal else columns)
     with Batch() as out:
         for rows in batches:
-            w.writerows([_text(v) for v in row] for row in rows)
+            w.writerows([cell(v) for v in row] for row in rows)
             out.write(buf.getvalue().encode("utf-8"))
             buf.seek(0)
             buf.truncate()
