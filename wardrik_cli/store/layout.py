@@ -25,12 +25,16 @@ from typing import Any
 
 from wardrik_cli.errors import BadConfig, NoSuchRoot, NotRegular
 from wardrik_cli.protocol.names import (
-    DEFAULT_DEPLOYMENT, LOG_SUFFIX, has_wildcards, is_log_id, pattern_regex, validate_deployment,
+    DEFAULT_DEPLOYMENT, LOG_SUFFIX, MAX_LOG_ID, has_wildcards, is_log_id, pattern_regex, validate_deployment,
     validate_log_id, validate_pattern,
 )
 from wardrik_cli.store.fsutil import read_capped, read_small, state_dirs
 
 MAX_CONFIG_BYTES = 1 << 20  # a few lines of TOML: anything past this is not a config
+# A folder that can hold a log: named as a segment of a log id, and leaving room below it for
+# "/" and a one-character name (a log id is at most MAX_LOG_ID characters: 100 levels at most).
+_SEGMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_FOLDER_MAX = MAX_LOG_ID - 2
 
 class Config:
     """What ``.wardrik/config.toml`` says (a plain class: dataclasses cost start-up time)."""
@@ -201,26 +205,52 @@ class Root:
                 return False
         return True
 
+    def iter_folders(self, under: str = "", *, unreadable_ok: bool = False) -> Iterator[str]:
+        """Every folder under the root (or under folder ``under``, itself first) that can hold
+        a log, as a log id's prefix (``""`` for the root), in no particular order: see
+        ``_walk``. ``unreadable_ok``: a folder that cannot be listed (no permission) is passed
+        over instead of raising."""
+        for rel, _entries in self._walk(under, unreadable_ok):
+            yield rel
+
     def iter_log_ids(self, under: str = "") -> Iterator[str]:
         """Every log id under the root (or under folder ``under``), in no particular order."""
+        for rel, entries in self._walk(under, False):
+            prefix = rel + "/" if rel else ""
+            for e in entries:
+                name = e.name
+                if name.endswith(LOG_SUFFIX) and not name.startswith("."):  # .wardrik's are never logs
+                    log_id = prefix + name[: -len(LOG_SUFFIX)]
+                    if is_log_id(log_id) and e.is_file(follow_symlinks=False):  # no links, FIFOs, devices
+                        yield log_id
+
+    def _walk(self, under: str, unreadable_ok: bool) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+        """(folder, its entries) for ``under`` and every folder below it that can hold a log:
+        reached without a link, named as a log id's segment (never a dot-folder), and short
+        enough for a log id to fit below it (``_FOLDER_MAX``: at most 100 levels). A stack of
+        its own, never recursion: a hostile chain of 10,000 folders costs one ``scandir`` per
+        level a log id can reach, and stops there."""
         if under and not self.is_folder(under):
             return  # no such folder, or one reached through a link: never followed out of the root
-        base = self.path / under if under else self.path
-        prefix = under + "/" if under else ""
-        try:
-            entries = list(os.scandir(base))
-        except (FileNotFoundError, NotADirectoryError):
+        if len(under) > _FOLDER_MAX:
             return
-        for e in entries:
-            name = e.name
-            if name.startswith("."):
-                continue  # .wardrik and every other dot-entry are never logs
-            if e.is_dir(follow_symlinks=False):
-                yield from self.iter_log_ids(prefix + name)
-            elif name.endswith(LOG_SUFFIX) and e.is_file(follow_symlinks=False):  # no links, FIFOs, devices
-                log_id = prefix + name[: -len(LOG_SUFFIX)]
-                if is_log_id(log_id):
-                    yield log_id
+        stack = [under]
+        while stack:
+            rel = stack.pop()
+            try:
+                with os.scandir(self.path / rel if rel else self.path) as it:
+                    entries = list(it)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # gone meanwhile
+            except PermissionError:
+                if unreadable_ok:
+                    continue
+                raise
+            yield rel, entries
+            for e in entries:
+                child = f"{rel}/{e.name}" if rel else e.name
+                if len(child) <= _FOLDER_MAX and _SEGMENT_RE.fullmatch(e.name) and _is_real_dir(e):
+                    stack.append(child)
 
     def match(self, patterns: list[str]) -> list[str]:
         """Log ids matched by any pattern, sorted. A literal id is matched when its file exists;
@@ -254,6 +284,13 @@ def log_id_from_path(root: Root, path: Path) -> str | None:
         return None
     log_id = s[: -len(LOG_SUFFIX)]
     return log_id if is_log_id(log_id) else None
+
+
+def _is_real_dir(e: os.DirEntry[str]) -> bool:
+    try:
+        return e.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _names_a_file(path: Path) -> bool:
