@@ -59,6 +59,18 @@ def console(stderr: bool = False) -> Any:
     return _console_class()(**kw)
 
 
+# The most columns and lines a console lays out for. Rich takes COLUMNS and LINES (and the
+# terminal's own size) as they come; COLUMNS=1000000000 made every row a gigabyte of padding
+# (10 s and 559 MB at 50,000,000; "out of memory" at 10^9). No terminal is wider or taller.
+MAX_WIDTH = 1000
+MAX_HEIGHT = 1000
+
+
+def clamped(size: Any) -> Any:
+    """A Rich ``ConsoleDimensions`` within ``MAX_WIDTH`` x ``MAX_HEIGHT`` (and at least 1 x 1)."""
+    return size._replace(width=max(1, min(size.width, MAX_WIDTH)), height=max(1, min(size.height, MAX_HEIGHT)))
+
+
 _CONSOLE_CLASS: Any = None
 
 
@@ -72,6 +84,15 @@ def _console_class() -> Any:
         class _Console(Console):
             def on_broken_pipe(self) -> None:
                 raise BrokenPipeError
+
+            # Read on every use, as Rich's is (a resized terminal is followed), then bounded.
+            @property
+            def size(self) -> Any:
+                return clamped(Console.size.fget(self))  # type: ignore[attr-defined]
+
+            @size.setter
+            def size(self, new_size: tuple[int, int]) -> None:
+                Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
             def _render_buffer(self, buffer: Any) -> str:
                 # The one place every printed string passes: controls in it are made
