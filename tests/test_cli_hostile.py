@@ -4,6 +4,7 @@
   root's own files (a log, ``.wardrik/``) is refused before anything is read or written.
 - ``-o csv`` on a terminal shows controls in cells as visible escapes; in a pipe it is exact.
 - A huge ``COLUMNS`` lays pretty output and help out at most ``MAX_WIDTH`` wide.
+- ``-v`` shows a huge event's data clipped (keys, items, characters), saying so.
 - Help into a closed pipe is a normal end (exit 0, nothing on stderr).
 """
 from __future__ import annotations
@@ -170,6 +171,51 @@ def test_a_huge_columns_is_bounded(two_logs, args):
     p = run_cli(*args, root=two_logs, env={"COLUMNS": "3000000", "LINES": "3000000"})
     assert p.returncode == 0, p.stderr
     assert p.stdout and max(len(line) for line in p.stdout.decode().splitlines()) <= 1000  # render.console.MAX_WIDTH
+
+
+# ---------------------------------------------------------------------------------------------
+# 3b. -v shows data clipped for the screen
+# ---------------------------------------------------------------------------------------------
+def test_verbose_view_of_a_huge_event_is_clipped(tmp_path):
+    import orjson
+
+    root = tmp_path / "r"
+    data = {"trigger": {"name": "x"}, "m": {f"k{i}": i for i in range(20_000)}, "a": list(range(20_000)),
+            "s": "y" * 100_000, "z" + "k" * 50_000: 1}
+    (tmp_path / "d.json").write_bytes(orjson.dumps(data))
+    run_cli("append", "a", "trigger.fired", "-d", f"@{tmp_path / 'd.json'}", root=root, check=True)
+    for args in (["-v", "page", "a"], ["-v", "tail", "a"]):
+        p = run_cli(*args, "-o", "pretty", root=root, env={"COLUMNS": "120"})
+        assert p.returncode == 0, p.stderr
+        out = p.stdout.decode()
+        # 40,000 values and 150,000 characters of strings were each a row or more of highlighted JSON
+        assert len(out.splitlines()) < 600 and len(out) < 100_000, (len(out.splitlines()), len(out))
+        flat = " ".join(out.split())
+        assert '"k199": 199' in flat and '"k200"' not in flat and "19,800 more keys" in flat
+        assert "19,800 more items" in flat and "data clipped" in flat
+        assert '"s": "yyyy' in flat and "yyy…" in flat  # a row wider than the screen ends in an ellipsis
+    run_cli("append", "a", "run.started", "-d", '{"task": {"a": [1, 2, {"b": "c"}]}}', root=root, check=True)
+    p = run_cli("-v", "page", "a", "--after", "eyJhIjoxfQ", "-o", "pretty", root=root, env={"COLUMNS": "100"})
+    assert p.returncode == 0 and b'"b": "c"' in p.stdout and b"clipped" not in p.stdout  # small data: whole
+
+
+def test_clip_for_screen_cuts_strings_keys_and_counts():
+    from wardrik_cli.cli.render.events import clip_for_screen
+
+    value = {"s": "y" * 5000, "k" * 3000: [list(range(10))] * 10, "m": {str(i): i for i in range(9)}}
+    cut, clipped = clip_for_screen(value, items=5, chars=100)
+    assert clipped
+    assert cut["s"] == "y" * 100 + "… (4,900 more characters)"
+    key = "k" * 100 + "… (2,900 more characters)"
+    assert cut[key] == [list(range(5)) + ["… 5 more items"]] * 5 + ["… 5 more items"]
+    assert cut["m"] == {"0": 0, "1": 1, "2": 2, "3": 3, "4": 4, "… 4 more keys": "…"}
+    # a budget of values in all: spent level by level, first to last
+    cut, _ = clip_for_screen([[1, 2], [3, 4], [5, 6]], values=6)
+    assert cut == [[1, 2], [3, "… 1 more items"], ["… 2 more items"]]
+    cut, _ = clip_for_screen([[[1]], [[2]]], values=2)
+    assert cut == ["… (clipped)", "… (clipped)"]
+    small = {"a": [1, {"b": "c"}]}
+    assert clip_for_screen(small) == (small, False)
 
 
 # ---------------------------------------------------------------------------------------------

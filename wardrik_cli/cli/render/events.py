@@ -18,7 +18,9 @@ What it keeps, for every command alike:
   same log has the same colour in every run, as stern does for pods.
 - Times are UTC unless ``--local`` (``set_display(local=True)``); ``-v/--verbose`` adds each
   event's data under its line as highlighted JSON (data nested deeper than ``append`` allows,
-  from a line written by hand, is shown cut at that depth: ``folding.deep``).
+  from a line written by hand, is shown cut at that depth: ``folding.deep``), clipped for the
+  screen (``clip_for_screen``: so many keys, items, characters and values, then a line saying
+  so), so that a 10 MB event costs what a small one does.
 - Colour only on a terminal: ``--color auto`` (the default) lets Rich decide, and Rich
   honours ``NO_COLOR``; ``always`` forces colour (``NO_COLOR`` too), ``never`` turns it off.
 - ``tail``'s screen (streamed text, one line per message) is ``render.streams``.
@@ -192,29 +194,114 @@ def _seq_text(ev: dict[str, Any]) -> str:
     return "–" if short_name(str(ev.get("type", ""))) == "events.dropped" else "~"
 
 
+# What ``-v`` shows of one event's data, at most: Rich highlights JSON token by token, at
+# hundreds of bytes a token, so a 10 MB event (400,000 keys) took 2.27 GB. Past these bounds
+# the data is clipped for the screen, saying so; ``-o jsonl`` prints the stored line whole.
+VERBOSE_ITEMS = 200  # keys of one object, items of one array
+VERBOSE_CHARS = 1000  # characters of one string or key (a row is cropped at the screen's width anyway)
+VERBOSE_VALUES = 5000  # values in all (objects, arrays, strings, numbers ...)
+
+
+def clip_for_screen(value: Any, *, items: int = VERBOSE_ITEMS, chars: int = VERBOSE_CHARS,
+                    values: int = VERBOSE_VALUES, depth: int | None = None) -> tuple[Any, bool]:
+    """(``value`` cut to what a screen can show, whether anything was cut).
+
+    A copy holding at most ``items`` keys of an object (then a key ``"… N more keys"``) and
+    items of an array (then ``"… N more items"``), strings and keys of at most ``chars``
+    characters (then ``"… (N more characters)"``), ``values`` values in all (a container met
+    once they are spent is ``"… (clipped)"``), and containers nested at most ``depth`` levels
+    (``folding.deep.DEPTH``, append's limit; deeper ones are ``deep.TOO_DEEP``). Walked with a
+    queue of its own, so no depth can exhaust Python's stack. ``value`` itself when nothing is cut."""
+    from collections import deque
+
+    from wardrik_cli.folding.deep import DEPTH, TOO_DEEP
+
+    limit = DEPTH if depth is None else depth
+    cut = False
+    budget = values
+
+    def leaf(v: Any) -> Any:
+        nonlocal cut
+        if isinstance(v, str) and len(v) > chars:
+            cut = True
+            return f"{v[:chars]}… ({len(v) - chars:,} more characters)"
+        return v
+
+    def container(v: Any, level: int) -> Any:
+        nonlocal cut, budget
+        if level > limit:
+            cut = True
+            return TOO_DEEP
+        if budget <= 0:
+            cut = True
+            return "… (clipped)"
+        copy: Any = {} if isinstance(v, dict) else []
+        stack.append((v, copy, level))
+        return copy
+
+    top: Any
+    # Level by level, first to last (a queue, not a stack): the budget goes to the outline of
+    # the whole value and to its first items, not to the depths of its last one.
+    stack: deque[tuple[Any, Any, int]] = deque()
+    if isinstance(value, (dict, list)):
+        top = container(value, 1)
+    else:
+        top = leaf(value)
+    while stack:
+        src, dst, level = stack.popleft()
+        n = len(src)
+        take = min(n, items, max(budget, 0))
+        budget -= take
+        if isinstance(src, dict):
+            for i, (k, v) in enumerate(src.items()):
+                if i >= take:
+                    break
+                dst[leaf(k) if isinstance(k, str) else k] = (
+                    container(v, level + 1) if isinstance(v, (dict, list)) else leaf(v))
+            if take < n:
+                cut = True
+                dst[f"… {n - take:,} more keys"] = "…"
+        else:
+            for v in src[:take]:
+                dst.append(container(v, level + 1) if isinstance(v, (dict, list)) else leaf(v))
+            if take < n:
+                cut = True
+                dst.append(f"… {n - take:,} more items")
+    return (top, True) if cut else (value, False)
+
+
 def data_json(event: dict[str, Any]) -> Any:
-    """The event's data (and, for -v, its id and trace) as indented, highlighted JSON."""
+    """The event's data (and, for -v, its id and trace) as indented, highlighted JSON, clipped
+    for the screen (``clip_for_screen``) with a line that says so."""
     import json
 
+    from rich.console import Group
     from rich.json import JSON
     from rich.padding import Padding
+    from rich.text import Text
 
-    from wardrik_cli.folding.deep import clip, too_deep
+    from wardrik_cli.folding.deep import too_deep
 
     data = event.get("data")
     # json.dumps and Rich recurse, and a hand-written line may nest 1,000 deep: such data is
-    # cut (``deep.clip``) and shown compact, as indenting it would be wider than any screen
+    # cut at append's depth and shown compact, as indenting it would be wider than any screen
     deep = too_deep(data)
-    if deep:
-        data = clip(data)
+    data, clipped = clip_for_screen(data)
     shown: JSON | Pretty
     try:
         shown = JSON(json.dumps(data, ensure_ascii=False, default=str), indent=None if deep else 2)
         if deep:  # one long line: folded at the screen's width, not cut (the cut is what it shows)
             shown.text.no_wrap, shown.text.overflow = False, "fold"
+        else:  # a row wider than the screen is cropped: an ellipsis says so
+            shown.text.overflow = "ellipsis"
     except (TypeError, ValueError):
         from rich.pretty import Pretty
         shown = Pretty(data)
+    if clipped:
+        note = Text(f"(data clipped for the screen: at most {VERBOSE_ITEMS} keys or items a level, "
+                    f"{VERBOSE_CHARS:,} characters a string, {VERBOSE_VALUES:,} values; -o jsonl shows it whole)",
+                    style="dim")
+        return Padding(Group(shown, note), (0, 0, 0, 9))
     return Padding(shown, (0, 0, 0, 9))
 
 
