@@ -8,6 +8,13 @@ Contract kept here:
   watches are in place (watchfiles polls the stop event only from its watch loop, after
   setting them up), so nothing written after it returns can go unnoticed. Where inotify is
   unavailable (limits, odd file systems) ``watching`` is False and callers poll instead.
+- Watches are set only on folders that can hold a log (``Root.iter_folders``: reached
+  without a link, never deeper than a log id reaches) and on ``.wardrik`` (the audit log),
+  each one alone (watchfiles' recursive watch follows links to folders: ``evil -> /``
+  would cost a watch per folder of the machine, against the user's inotify limit). A folder
+  made, moved or removed under a watched one is seen in ``take_changes``, which sets the
+  watches again (a new watcher, in place before the old one stops) before it returns the
+  change: a caller that then looks for new logs misses nothing written after it looked.
 - Other threads ``ring()`` (a self-pipe): the live receiver, ``stop()``.
 - A ``hangup_fd`` (stdout) that reports POLLERR/POLLHUP ends the wait with ``HANGUP``: the
   reader of a pipe went away, noticed even while nothing else happens.
@@ -26,6 +33,8 @@ import select
 import stat
 import threading
 from collections.abc import Callable
+
+from wardrik_cli.store.layout import Root, may_hold_logs
 
 RING, CHANGES, TIMEOUT, HANGUP = "ring", "changes", "timeout", "hangup"
 GONE, NEW = "gone", "new"  # what check_root() found
@@ -83,45 +92,76 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
-def _logs_and_folders(_change: object, path: str) -> bool:
-    """Log files, and folders (a folder made just now may already hold a log that the
-    recursive watch, added after the folder appeared, never reports)."""
-    return path.endswith(".jsonl") or ("/." not in path and os.path.isdir(path))
+def _real_dir(path: str) -> bool:
+    """A folder at ``path`` itself (a link to one is not)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def watched_folders(root_path: str) -> list[str]:
+    """The folders a watch is set on: the root, ``.wardrik`` when it is a folder (not a
+    link), and every folder that can hold a log (``Root.iter_folders``), as absolute paths."""
+    base = root_path.rstrip("/") or "/"
+    out = [base]
+    tool = os.path.join(base, ".wardrik")
+    if _real_dir(tool):
+        out.append(tool)
+    try:
+        out += [os.path.join(base, rel) for rel in Root(base).iter_folders(unreadable_ok=True) if rel]
+    except OSError:
+        pass  # the root itself cannot be listed: its own watch is all there is
+    return out
 
 
 class _Watcher(threading.Thread):
-    def __init__(self, path: str, waker: Waker, step_ms: int):
+    """One watchfiles watch of ``folders`` (each alone, never recursively), reporting to
+    ``sink(paths, moved)``: ``moved`` when a folder that can hold logs was made or moved in,
+    or a watched one removed or moved away (the watches must be set again)."""
+
+    def __init__(self, root: str, folders: list[str], sink: Callable[[set[str], bool], None], step_ms: int):
         super().__init__(name="wardrik-watch", daemon=True)
-        self.path, self.waker, self.step_ms = path, waker, step_ms
+        self.root, self.sink, self.step_ms = root, sink, step_ms
+        self.folders = folders
+        self.watched = frozenset(folders)
+        self._tool = os.path.join(root, ".wardrik")
+        self._skip = len(root.rstrip("/"))  # "/." is looked for below the root only
         self.events = _ReadyStop()
         self.failed: BaseException | None = None
-        self.changed: set[str] = set()
-        self.lock = threading.Lock()
 
-    def _wanted(self, change: object, path: str) -> bool:
-        # the root too once it is gone (no folder then): its deletion is seen to at once
-        return path == self.path or _logs_and_folders(change, path)
+    def _wanted(self, _change: object, path: str) -> bool:
+        """Log files (``.wardrik/audit.jsonl`` too), folders not under a dot-folder, ``.wardrik``
+        itself (the audit log comes in it), the folders watched (removed: no folder then), and
+        the root (once it is gone: its deletion is seen to at once)."""
+        if path.endswith(".jsonl") or path == self.root or path == self._tool or path in self.watched:
+            return True
+        return "/." not in path[self._skip:] and _real_dir(path)
+
+    def _moved(self, change: int, path: str, modified: int) -> bool:
+        if change == modified or path == self.root:
+            return False
+        if path in self.watched:
+            return True  # removed, moved away, or made again (a new inode: the old watch is gone)
+        if not _real_dir(path):
+            return False
+        return path == self._tool or may_hold_logs(path[self._skip + 1:])
 
     def run(self) -> None:
-        from watchfiles import watch
+        from watchfiles import Change, watch
 
+        modified = int(Change.modified)
         try:
-            for changes in watch(self.path, watch_filter=self._wanted,
+            for changes in watch(*self.folders, watch_filter=self._wanted, recursive=False,
                                  debounce=self.step_ms, step=self.step_ms, stop_event=self.events,
                                  rust_timeout=0, raise_interrupt=False, ignore_permission_denied=True):
-                with self.lock:
-                    self.changed |= {p for _c, p in changes}
-                self.waker.ring()
+                moved = any(self._moved(int(c), p, modified) for c, p in changes)
+                self.sink({p for _c, p in changes}, moved)
         except Exception as e:  # noqa: BLE001 - no inotify here: the caller polls instead
             self.failed = e
         finally:
             self.events.ready.set()
-            self.waker.ring()
-
-    def take(self) -> set[str]:
-        with self.lock:
-            out, self.changed = self.changed, set()
-        return out
+            self.sink(set(), False)
 
     def stop(self) -> None:
         self.events.stop.set()
@@ -136,11 +176,15 @@ class Wakeups:
         self.waker = Waker()
         self.hangup_fd = hangup_fd
         self.watching = False
-        self._root, self._step_ms, self._warn = root_path, step_ms, warn
+        # (as watchfiles names it: the root's own deletion is told by this path)
+        self._root, self._step_ms, self._warn = root_path.rstrip("/") or "/", step_ms, warn
         # Taken before the watch is set: a root replaced meanwhile is told apart at the next check.
         self._root_id = _identity(root_path)
         self._rewatch = False  # may check_root() set a new watch (it worked once)?
         self._watcher: _Watcher | None = None
+        self._changed: set[str] = set()  # paths reported and not yet taken (every watcher's)
+        self._moved = False  # a folder made or removed since the last take_changes()
+        self._lock = threading.Lock()
         self._poll = select.poll()
         self._poll.register(self.waker.r, select.POLLIN)
         if hangup_fd is not None:
@@ -148,18 +192,45 @@ class Wakeups:
         if watch:
             self._rewatch = self._start_watch()
 
+    def _sink(self, paths: set[str], moved: bool) -> None:
+        """A watcher's report (an empty one: it stopped): kept, and the poll woken."""
+        if paths:
+            with self._lock:
+                self._changed |= paths
+                self._moved = self._moved or moved
+        self.waker.ring()
+
     def _start_watch(self) -> bool:
-        w = _Watcher(self._root, self.waker, self._step_ms)
-        w.start()
-        w.events.ready.wait(READY_CEILING_S)
-        if w.failed is None and w.is_alive():
-            self._watcher, self.watching = w, True
-            return True
-        w.events.stop.set()
+        """Watch the folders there are now (``watched_folders``); True once the watches are in
+        place. A folder removed between the listing and its watch: listed again (three tries)."""
+        w: _Watcher | None = None
+        for _ in range(3):
+            folders = watched_folders(self._root)
+            w = _Watcher(self._root, folders, self._sink, self._step_ms)
+            w.start()
+            w.events.ready.wait(READY_CEILING_S)
+            if w.failed is None and w.is_alive():
+                self._watcher, self.watching = w, True
+                return True
+            w.events.stop.set()
+            if not isinstance(w.failed, FileNotFoundError) or not _real_dir(self._root):
+                break
         if self._warn is not None:
-            why = w.failed if w.failed is not None else "the watcher did not start"
+            why = w.failed if w is not None and w.failed is not None else "the watcher did not start"
             self._warn(f"file notifications unavailable ({why}); polling instead")
         return False
+
+    def _watch_again(self) -> None:
+        """Set the watches on the folders there are now: the new watcher is in place before
+        the old one stops (both report to the same set meanwhile), so nothing is missed."""
+        old = self._watcher
+        if old is None:
+            return
+        self._watcher = None
+        started = self._start_watch()
+        old.stop()
+        if not started:
+            self.watching = self._rewatch = False
 
     def check_root(self) -> str | None:
         """Is the root still the directory watched? None: yes (or nothing is watched); ``GONE``
@@ -197,12 +268,21 @@ class Wakeups:
         self.waker.drain()
         if self._watcher is not None and self._watcher.failed is not None:
             self._watcher, self.watching = None, False  # it stopped: poll from now on
-        with_changes = self._watcher is not None and bool(self._watcher.changed)
+        with self._lock:
+            with_changes = self._watcher is not None and bool(self._changed)
         return CHANGES if with_changes else RING
 
     def take_changes(self) -> set[str]:
-        """The ``*.jsonl`` paths changed since the last call (absolute)."""
-        return self._watcher.take() if self._watcher is not None else set()
+        """The ``*.jsonl`` paths and folders changed since the last call (absolute). A folder
+        made or removed among them is watched (or not) again before this returns."""
+        with self._lock:
+            out, moved = self._changed, self._moved
+            self._changed, self._moved = set(), False
+        if self._watcher is None:
+            return set()
+        if moved:
+            self._watch_again()
+        return out
 
     def close(self) -> None:
         if self._watcher is not None:

@@ -286,6 +286,12 @@ def log_id_from_path(root: Root, path: Path) -> str | None:
     return log_id if is_log_id(log_id) else None
 
 
+def may_hold_logs(rel: str) -> bool:
+    """Could folder ``rel`` (a path under the root, ``/``-separated) hold a log: is it one
+    that ``Root.iter_folders`` walks, when reached without a link?"""
+    return len(rel) <= _FOLDER_MAX and all(_SEGMENT_RE.fullmatch(part) for part in rel.split("/"))
+
+
 def _is_real_dir(e: os.DirEntry[str]) -> bool:
     try:
         return e.is_dir(follow_symlinks=False)

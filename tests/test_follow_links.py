@@ -1,0 +1,52 @@
+"""``tail -f`` sets its inotify watches only inside the root: a folder that is a link (made
+before the follower started or after) gets none, and neither does anything behind it; a real
+folder made later is watched (watches count against the user's system-wide inotify limit, and
+``evil -> /`` would have walked the whole machine, /proc included)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from follow_util import Tailer, add
+
+
+def watched_inodes(pid: int) -> set[int]:
+    """The inode of every inotify watch the process holds (``/proc/PID/fdinfo``)."""
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                text = f.read()
+        except OSError:
+            continue  # closed meanwhile
+        for line in text.splitlines():
+            if line.startswith("inotify wd:"):
+                fields = dict(kv.split(":", 1) for kv in line.split()[1:] if ":" in kv)
+                out.add(int(fields["ino"], 16))
+    return out
+
+
+@pytest.mark.subprocess
+def test_tail_f_sets_no_watch_through_a_linked_folder(root, tmp_path):
+    outside = tmp_path / "outside"
+    for i in range(20):
+        (outside / f"d{i}" / "deeper").mkdir(parents=True)
+    add(root, "a")
+    add(root, "team/b")
+    (root / "evil").symlink_to(outside, target_is_directory=True)
+    t = Tailer(root, "-f", "-n", "0", "-o", "jsonl")
+    try:
+        t.wait_registered()
+        (root / "evil2").symlink_to(outside, target_is_directory=True)  # one planted while it follows
+        add(root, "new/c", "c")  # no doorbell: the watch on the root finds the new folder
+        assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["c"]
+        add(root, "new/c", "c2")  # and the new folder is watched by then
+        assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["c2"]
+        inodes = watched_inodes(t.proc.pid)
+        behind = {os.lstat(p).st_ino for p in (outside, *outside.rglob("*"))}
+        assert not inodes & behind, f"{len(inodes & behind)} watches outside the root"
+        for real in (root, root / "team", root / "new"):
+            assert os.lstat(real).st_ino in inodes, real
+    finally:
+        t.kill()
