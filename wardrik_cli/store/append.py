@@ -10,7 +10,9 @@ Contract kept here, in order, for every append (one event or a whole batch):
 4. The last complete line must be an event; if it does not parse the log is corrupt and
    nothing is written after it.
 5. Sequences continue from the last event (or the compaction watermark of an emptied
-   log); times never go back; a run's events join its trace.
+   log: ``store.log`` says which record applies; a damaged one refuses the append, since
+   starting again at 1 would reuse sequences); times never go back; a run's events join its
+   trace.
 6. All lines go out in one ``write`` (looping only on short writes), then one fsync (and an
    fsync of the directory when the file was created) unless ``sync=False``.
 7. On a failed write the whole lines already written stay, in sequence, and are reported
@@ -33,14 +35,14 @@ from typing import Any
 import orjson
 
 from wardrik_cli.store import lines
-from wardrik_cli.errors import BadEvent, CorruptLedger, NotRegular, WriteFailed
+from wardrik_cli.errors import BadEvent, CorruptLedger, Failure, NotRegular, WriteFailed
 from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, write_atomic, write_new
 from wardrik_cli.protocol.envelope import (
     GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
     trace_id_of,
 )
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, LogView, decode_event
+from wardrik_cli.store.log import Log, LogView, Watermark, decode_event
 from wardrik_cli.store.locking import locked
 from wardrik_cli.protocol.catalogue import (
     AUDIT, KEPT, LIVE, RUN_CLOSERS, RUN_OPENERS, EventType, lookup, validate_data,
@@ -212,7 +214,12 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
                 next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
                 prev_hash = _sha256(_last_raw(fd, view.end) + b"\n") if log.is_audit else None
             else:
-                wm = view.watermark()
+                try:
+                    wm = _emptied_log_record(log, view, warn, label)
+                except Failure:
+                    if created:  # refused: leave no empty log behind either
+                        _unlink_quietly(log.path)
+                    raise
                 next_seq = wm.next_sequence if wm else 1
                 prev_time = wm.time if wm else None
                 prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
@@ -243,6 +250,28 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
             return out
         finally:
             os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _emptied_log_record(log: Log, view: LogView, warn: Warn, label: str) -> Watermark | None:
+    """The compaction record that says where the sequence of a log with no complete line goes
+    on (``LogView.match_watermark``). A damaged record refuses the append: the log's sequence
+    may have gone far past 1, and starting again would reuse it; a file there that the tool
+    never reads (a link, a FIFO) is no record, with a warning."""
+    top, fault = log.watermark_record()
+    if fault is not None:
+        if fault.damaged:
+            raise Failure(f"{label}: the log holds no event and its compaction record {fault.path} is damaged "
+                          f"({fault.why}), so where its sequence goes on is not known; nothing was written "
+                          "(restore the record, or remove it to start the log again at sequence 1)")
+        warn(fault.message(label))
+    return view.match_watermark(top)
 
 
 def _check_derived(view: LogView, last: tuple[int, dict[str, Any]] | None, next_seq: int,

@@ -9,16 +9,40 @@ Contract kept here:
 - Sequences are sorted, so a seek by sequence is a bisection; times are sorted in logs this
   tool wrote, so a seek by time is a bisection whose answer is checked against its
   neighbours, falling back to a scan from the start when the check fails.
-- The watermark (``.wardrik/watermarks/<log>.json``, written by compaction) says where the
+- The watermark (``.wardrik/watermarks/<log>@json``, written by compaction) says where the
   sequence goes on, and the last dropped line's hash, for a log whose every event was dropped.
-  One that is a link (or under a linked folder), a FIFO, a device, over ``MAX_RECORD_BYTES``
-  or malformed is no record (``Root.read_state``): never followed, waited on or read whole.
+  Which file a record describes (``LogView.match_watermark``):
+  * a log file holding events: the record (or the one it replaced, ``previous``) whose
+    ``next_sequence`` is the first event's sequence;
+  * a log file holding no complete line: the top record when it says compaction dropped
+    every event (``first_time_kept`` recorded as null: ``Watermark.emptied``), whatever the
+    file's inode and mtime: an evidence copy (``cp -r``, tar: a new inode, a new mtime) or the
+    file made again by an append keeps the count, since sequences never go back for a log id
+    (the events between the record and a log deleted by hand are not known: those are the
+    limit). Any other record (or ``previous``) applies to an empty file only when it names
+    this very file (its inode, or its mtime: ``cp -a``), as a record of a compaction that
+    kept events is about the file it wrote. A missing file has none.
+  A follower sees an empty log made again as the log going on from the record (no event is
+  missed or shown twice); one made again that holds events below the record's sequence is
+  not described by it, so it is "recreated" (read from its start, after a warning).
+- A watermark that is there but is not a record is said, never silently taken for none:
+  one that is a link (or under a linked folder), a FIFO, a device or over
+  ``MAX_RECORD_BYTES`` is never followed, waited on or read whole (``Root.read_state``) and
+  reads as no record; a regular file that cannot be read or does not hold a record is
+  damaged (``WatermarkFault.damaged``). Readers warn once per file and reason (``tell``)
+  and read it as none; ``append`` into a log with no event refuses when the record is
+  damaged (it cannot tell where the sequence goes on) and warns for the others.
+- ``tell`` (warnings met below the reader's own, such as a damaged record) goes to the sink
+  installed with ``use_warn`` in the running context (the CLI's ``warning:`` line), else to
+  stderr.
 """
 from __future__ import annotations
 
 import functools
 import os
 import stat
+import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator
@@ -28,8 +52,8 @@ from operator import itemgetter
 import orjson
 
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, open_regular
-from wardrik_cli.errors import CorruptLedger, Failure
+from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, open_regular, read_capped
+from wardrik_cli.errors import CorruptLedger, Failure, NotRegular
 from wardrik_cli.protocol.names import AUDIT_NAME, validate_log_id
 from wardrik_cli.store.layout import Root
 from stringzilla import find as _sz_find
@@ -186,13 +210,78 @@ _AGAIN = (b'"specversion"', b'"sequence"', b'"time"', b"\\u00")  # what must not
 class Watermark:
     """A compaction record. ``previous`` is the record this one replaced: compaction writes
     the new record before it renames the new file in, so until the rename lands the old
-    file is described by ``previous``."""
+    file is described by ``previous``. ``emptied``: the record says compaction dropped every
+    event (no first kept event's time)."""
 
     def __init__(self, inode: int, next_sequence: int, time: str | None = None, hash: str | None = None,
                  first_time_kept: str | None = None, mtime_ns: int | None = None,
-                 previous: Watermark | None = None):
+                 previous: Watermark | None = None, emptied: bool = False):
         self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
         self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
+        self.emptied = emptied
+
+
+class WatermarkFault:
+    """Why a file at a log's watermark path is no record. ``damaged``: a regular file that
+    cannot be read or holds no record (it may have said where the sequence goes on); else a
+    file the tool never reads (a link, FIFO, device, or one over the cap)."""
+
+    def __init__(self, path: Path, why: str, damaged: bool):
+        self.path, self.why, self.damaged = path, why, damaged
+
+    def message(self, log_name: str) -> str:
+        what = f"{self.path} is damaged ({self.why})" if self.damaged else self.why
+        return f"{what}; the compaction record of {log_name} is read as none"
+
+
+_MAX_NEXT = 10 ** 12  # one past the last 12-digit sequence: a log full to its last sequence
+
+
+def _parse_watermark(d: Any) -> Watermark | None:
+    """A record from its decoded JSON, or None when it is not one: every field of the type
+    its writers give it (``int(...)`` of a string or float is not accepted: a record of
+    another shape is damage, not something to guess at)."""
+    if not isinstance(d, dict):
+        return None
+    inode, nxt, mtime = d.get("inode"), d.get("next_sequence"), d.get("mtime_ns")
+    if type(inode) is not int or type(nxt) is not int or not 1 <= nxt <= _MAX_NEXT \
+            or not (mtime is None or type(mtime) is int):
+        return None
+    texts = [d.get(k) for k in ("time", "hash", "first_time_kept")]
+    if not all(t is None or type(t) is str for t in texts):
+        return None
+    emptied = "first_time_kept" in d and d["first_time_kept"] is None
+    return Watermark(inode, nxt, texts[0], texts[1], texts[2], mtime, None, emptied)
+
+
+# -- warnings met below the reader (see the module's docstring) -----------------
+_WARN: ContextVar[Callable[[str], None] | None] = ContextVar("wardrik_store_warn", default=None)
+_TOLD: ContextVar[set[str] | None] = ContextVar("wardrik_store_told", default=None)
+
+
+def use_warn(warn: Callable[[str], None] | None) -> None:
+    """Send ``tell``'s warnings to ``warn`` (given the text, without ``warning: ``) in the
+    running context; None: back to stderr."""
+    _WARN.set(warn)
+
+
+def tell(msg: str) -> None:
+    """A warning about the tool's own files, once per text in the running context (a reader
+    asks for a log's record several times, a follower on every wake-up)."""
+    told = _TOLD.get()
+    if told is None:
+        told = set()
+        _TOLD.set(told)
+    if msg in told:
+        return
+    told.add(msg)
+    warn = _WARN.get()
+    if warn is not None:
+        warn(msg)
+        return
+    # shown as text: control characters in a path are escaped, never obeyed by a terminal
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
+    print(f"warning: {shown}", file=sys.stderr, flush=True)
 
 
 TIME_SAMPLES = 32  # lines sampled before a bisected --since, to catch a log whose times are not sorted
@@ -241,19 +330,46 @@ class Log:
         return LogView(self, fd)
 
     def read_watermark(self) -> Watermark | None:
-        def build(d: dict[str, Any], prev: Watermark | None) -> Watermark:
-            return Watermark(int(d["inode"]), int(d["next_sequence"]), d.get("time"), d.get("hash"),
-                             d.get("first_time_kept"), d.get("mtime_ns"), prev)
+        """The compaction record, or None; a file there that is no record is told (``tell``)
+        once and read as none (see the module's docstring)."""
+        wm, fault = self.watermark_record()
+        if fault is not None:
+            tell(fault.message(self.name))
+        return wm
 
-        raw = self.root.read_state(self.watermark_path, MAX_RECORD_BYTES)
+    def watermark_record(self) -> tuple[Watermark | None, WatermarkFault | None]:
+        """(the compaction record or None, why a file at its path is no record or None)."""
+        path = self.watermark_path
+        raw = self.root.read_state(path, MAX_RECORD_BYTES)
         if raw is None:
-            return None
+            # No record: missing, or something read_state never reads. Ask once more, for why
+            # (the common case, no file, costs the one lstat).
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                return None, None
+            except OSError as e:
+                return None, WatermarkFault(path, f"{path} cannot be looked at ({e.strerror})", False)
+            try:
+                raw = read_capped(path, MAX_RECORD_BYTES, what="compaction record")
+            except FileNotFoundError:
+                return None, None
+            except NotRegular as e:
+                return None, WatermarkFault(path, str(e), False)
+            except OSError as e:
+                return None, WatermarkFault(path, f"cannot be read: {e.strerror}", True)
         try:
             d = orjson.loads(raw)
-            prev = build(d["previous"], None) if isinstance(d.get("previous"), dict) else None
-            return build(d, prev)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except orjson.JSONDecodeError:
+            return None, WatermarkFault(path, "not valid JSON", True)
+        wm = _parse_watermark(d)
+        if wm is None:
+            return None, WatermarkFault(path, "not a compaction record: it needs an integer inode and "
+                                        "next_sequence from 1 to 10^12", True)
+        # The record it replaced matters only while a sweep that died between its renames left
+        # it: one of another shape is passed over, the top record being sound.
+        wm.previous = _parse_watermark(d.get("previous"))
+        return wm, None
 
 
 _SLIM_KEYS = ("sequence", "time", "source", "id")  # what readers use of a first or last event
@@ -396,11 +512,17 @@ class LogView:
         return lines.LONG if self.ends_from_bytes else None
 
     def watermark(self) -> Watermark | None:
-        """The compaction record of this file: it must agree with the first kept event, or,
-        for an emptied log, be about this very file (same inode). The record compaction
-        replaced (``previous``) is tried too: it describes the old file while a compaction that
-        died before its rename left the new record in place."""
-        top = self.log.read_watermark()
+        """The compaction record of this file (``match_watermark``); one that is there but no
+        record is told and read as none (``Log.read_watermark``)."""
+        return self.match_watermark(self.log.read_watermark())
+
+    def match_watermark(self, top: Watermark | None) -> Watermark | None:
+        """``top`` (the log's record) or the record it replaced, when it describes this file:
+        it must agree with the first kept event; for a file with no complete line, ``top``
+        says compaction emptied the log, or a record is about this very file (its inode, or
+        its mtime: ``cp -a`` and ``rsync -a`` keep it). The rule, and why, is in the module's
+        docstring. ``previous`` describes the old file while a compaction that died before its
+        rename left the new record in place."""
         first = self.first()
         for wm in (top, top.previous if top else None):
             if wm is None:
@@ -408,7 +530,10 @@ class LogView:
             if first is not None:
                 if int(first[1]["sequence"]) == wm.next_sequence:
                     return wm
-            elif wm.inode == self.ino or (wm.mtime_ns is not None and wm.mtime_ns == self.mtime_ns):
+            elif wm is top and wm.emptied and self.fd is not None and self.end == 0:
+                return wm  # an emptied log's file, a copy of it, or the file made again
+            elif self.ino is not None and (wm.inode == self.ino or (wm.mtime_ns is not None
+                                                                     and wm.mtime_ns == self.mtime_ns)):
                 return wm  # this very file, or a copy of it (cp -a, rsync -a keep the mtime)
         return None
 
