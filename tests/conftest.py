@@ -90,3 +90,16 @@ def cli(root):
 
 def jsonl(out: bytes) -> list[dict]:
     return [orjson.loads(l) for l in out.splitlines() if l.strip()]
+
+
+@pytest.fixture(scope="session")
+def _seal_key_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("state-home")
+
+
+@pytest.fixture(autouse=True)
+def _own_seal_key(monkeypatch, _seal_key_home):
+    # The key that seals the caches under a root (store.seal) lives under $XDG_STATE_HOME:
+    # the test session's own (shared by in-process runs and the executable), never the
+    # developer's home.
+    monkeypatch.setenv("XDG_STATE_HOME", str(_seal_key_home))

@@ -18,6 +18,7 @@ import pytest
 
 from foldhelp import SEED_FIXTURE, START
 from wardrik_cli.errors import BadInput
+from wardrik_cli.folding.checkpoint import SEAL_KIND
 from wardrik_cli.folding.engine import Target, fold, fold_target, target
 from wardrik_cli.folding.views import ERROR_CHARS, ActivityView, StateView, TimelineView, ViewFailed, error_text
 from wardrik_cli.protocol.catalogue import lookup
@@ -25,6 +26,7 @@ from wardrik_cli.protocol.envelope import build_event, dumps_line, new_span_id
 from wardrik_cli.protocol.times import format_dt
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
+from wardrik_cli.store.seal import seal
 
 VIEWS = {"state": StateView, "timeline": TimelineView, "activity": ActivityView}
 RUN_A, RUN_B, RUN_C = "a" * 31 + "1", "b" * 31 + "2", "c" * 31 + "3"
@@ -282,17 +284,19 @@ def test_a_selected_fold_neither_uses_nor_replaces_a_checkpoint(root, cli):
     a_run(cli, RUN_B, "beta", 1, "failed")
     for spec in VIEWS:
         assert fold(Root(root), "acme/t", spec).saved
-    # Poison the saved states: a fold that trusted them would show it.
+    # Poison the saved states, sealed again with this user's key (store.seal: a checkpoint
+    # this user's wardrik did not write is never believed): a fold that trusted them would show it.
     for rel in ck_files(root):
         p = ck_dir(root) / rel
         doc = orjson.loads(p.read_bytes())
+        del doc["seal"]
         if rel.endswith("@state.json"):
             doc["state"]["task"] = "POISON"
         elif rel.endswith("@timeline.json"):
             doc["state"]["earlier_runs"] = 999
         else:
             doc["state"]["pending"] = ["POISON"]
-        p.write_bytes(orjson.dumps(doc))
+        p.write_bytes(seal(SEAL_KIND, orjson.dumps(doc)))
     poisoned = ck_files(root)
     # more to fold (a save would be due), none of it undoing the poison
     append(cli, "acme/t", "message.completed", {"message": {"id": "late"}})

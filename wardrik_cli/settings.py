@@ -14,12 +14,20 @@ value is ``BadSetting`` naming the variable and what it takes: ``error:`` and ex
 | ``WARDRIK_TRACEBACK`` | non-empty: an internal error also prints its traceback | off |
 | ``WARDRIK_REMOTE_INTERVAL`` | seconds between polls of the store by ``tail -f`` on a remote root | 5 |
 | ``WARDRIK_CACHE`` | where remote roots are mirrored (read by ``remote.mirror``) | ``$XDG_CACHE_HOME/wardrik`` |
+| ``XDG_STATE_HOME``, ``HOME`` | where the key sealing caches lives (``store.seal``) | ``~/.local/state/wardrik`` |
+
+``from_env(env)`` given a mapping also makes it the environment in force for the running
+context (``environment()``; ``cli.app.run`` calls it with the environment it was given, in a
+context of its own): the layers below the CLI that need a variable of the user's (the seal
+key's folder) read it there, so a command line run in-process with an environment of its own
+never reads the process's.
 """
 from __future__ import annotations
 
 import math
 import os
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import overload
 
 from wardrik_cli.errors import BadInput
@@ -44,6 +52,8 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        if env is not None:
+            _ENVIRONMENT.set(env)  # see the module's docstring: the store reads HOME from it
         e = os.environ if env is None else env
         return cls(
             root=e.get("WARDRIK_ROOT") or None,
@@ -54,6 +64,16 @@ class Settings:
             traceback=bool(e.get("WARDRIK_TRACEBACK")),
             remote_interval=_seconds(e, "WARDRIK_REMOTE_INTERVAL", 5.0),
         )
+
+
+_ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("wardrik_environment", default=None)
+
+
+def environment() -> Mapping[str, str]:
+    """The environment in force: the one ``from_env`` was last given in this context (a
+    command line's own), else the process's."""
+    env = _ENVIRONMENT.get()
+    return os.environ if env is None else env
 
 
 @overload

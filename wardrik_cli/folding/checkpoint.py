@@ -1,6 +1,7 @@
 """Checkpoints: a saved fold (a view's state through a sequence) that makes the next fold read
-only the suffix. A checkpoint is a cache and is never trusted: when it does not match the log
-the fold starts from scratch, and the result is the same either way.
+only the suffix. A checkpoint is a cache and is never trusted: when it was not written by this
+user's wardrik, or does not match the log, the fold starts from scratch, and the result is the
+same either way.
 
 Contract kept here:
 - Where: ``<root>/.wardrik/checkpoints/<log id>@<view key>.json`` ('@' is never in a log id,
@@ -11,8 +12,13 @@ Contract kept here:
   state after the event with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where
   the next line starts, ``inode``, ``size`` and ``mtime_ns`` the log file's when it was read,
   and the SHA-256 (hex) of the raw bytes (without the ``\n``) of that event's line and of the
-  log's first line when it was taken.
-- Valid only when all of these hold, checked in O(log n) small reads (the first line and the
+  log's first line when it was taken; sealed (``store.seal``: ``"seal"``, its last member,
+  an HMAC under a key of this user's kept outside any root).
+- Believed only when its seal verifies: a checkpoint planted or edited under the root, one
+  in an evidence copy or another user's root, is none (the state it holds is what a fold
+  would report, and no match of the log's lines can vouch for it). Without a usable key no
+  checkpoint is believed or saved; a fold still works, reading the whole log.
+- Valid only when, besides its seal, all of these hold, checked in O(log n) small reads (the first line and the
   line ending at ``offset``, never the log): same view and view version; the same file (its
   inode: a rewrite by ``sed -i``, an editor or a compaction makes a new file, so the
   checkpoint is discarded and the fold starts again from the events kept); the first line
@@ -47,12 +53,13 @@ from typing import Any
 import orjson
 
 from wardrik_cli.errors import NotRegular
-from wardrik_cli.store import lines
+from wardrik_cli.store import lines, seal
 from wardrik_cli.store.fsutil import writable_dir, write_atomic
 from wardrik_cli.store.log import Log, LogView, decode_event, envelope
 
 FORMAT = 2  # 1 had no inode nor hashes: such checkpoints are discarded
 MAX_BYTES = 64 << 20  # a checkpoint past this is not read (nor saved): the fold reads the log
+SEAL_KIND = "checkpoint"  # what its seal says it is (``store.seal``): never taken for another cache
 
 
 @dataclass
@@ -89,8 +96,8 @@ def root_writable(log: Log) -> bool:
 
 def load(log: Log, lv: LogView, view_name: str, version: str) -> Checkpoint | None:
     """The checkpoint of this (log, view), if it is readable and matches the log now; else None."""
-    raw = log.root.read_state(path_for(log, view_name), MAX_BYTES)
-    if raw is None:
+    raw = log.root.read_state(path_for(log, view_name), MAX_BYTES + seal.SEAL_BYTES)
+    if raw is None or not seal.verify(SEAL_KIND, raw):
         return None
     try:
         doc = orjson.loads(raw)
@@ -157,11 +164,14 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
     body = head[:-1] + b',"state":' + state_json + b"}"
     if len(body) > MAX_BYTES:
         return False  # load would not read it back
+    sealed = seal.seal(SEAL_KIND, body)
+    if sealed is None:
+        return False  # no usable key: a checkpoint that could not be believed is not written
     p = path_for(log, view_name)
     try:
         log.root.state_dir(p)
         # Not durable: a checkpoint lost or cut short by a crash is unreadable, hence discarded.
-        write_atomic(p, body, durable=False, tmp=p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"))
+        write_atomic(p, sealed, durable=False, tmp=p.with_name(f"{p.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"))
         return True
     except (OSError, NotRegular):
         return False

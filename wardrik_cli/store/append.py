@@ -21,6 +21,10 @@ Only after step 6 does the caller print: printed means durable.
 The note of the file last verified (``.wardrik/verified/<log>@json``) is a cache read with
 ``Root.read_state`` (a link, FIFO, device or oversized file is no note: never followed,
 waited on or read whole) and written only in folders that are not links (``Root.state_dir``).
+It is sealed (``store.seal``): a note this user's wardrik did not write (planted, edited, in
+a copy) is none, and the whole log is verified; without a usable key no note is kept. It
+names the file by inode, size, mtime and ctime: an edit in place that puts the mtime back
+still changes the ctime, which no one can set.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.store import lines
+from wardrik_cli.store import lines, seal
 from wardrik_cli.errors import BadEvent, CorruptLedger, Failure, NotRegular, WriteFailed
 from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, write_atomic, write_new
 from wardrik_cli.protocol.envelope import (
@@ -301,6 +305,9 @@ def _last_raw(fd: int, end: int) -> bytes:
     return found[1]
 
 
+VERIFIED_KIND = "verified"  # what the note's seal says it is (``store.seal``)
+
+
 def _verified_path(log: Log) -> Path:
     return log.root.state_path("verified", log.state_key, ".json")
 
@@ -309,19 +316,23 @@ def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
     """Refuse to write after a complete line that is not an event, anywhere in the log.
 
     Reading the whole log on every append would make appends O(size), so the last append
-    leaves a note of the file it verified (inode, size, mtime, and the run then open); when
-    the file still matches the note, only lines past the noted size are checked. Any other
-    change to the file (an edit, a rewrite, a compaction) voids the note and the whole file
-    is checked once more. Returns the note when it held.
+    leaves a note of the file it verified (inode, size, mtime, ctime, and the run then open);
+    when the file still matches the note, only lines past the noted size are checked. Any
+    other change to the file (an edit, a rewrite, a compaction) voids the note and the whole
+    file is checked once more, as does a note whose seal does not verify (see the module's
+    docstring). Returns the note when it held.
     """
     assert view.fd is not None, "append's own view of the file it opened"
     st = os.fstat(view.fd)
     start, held = 0, None
+    kept = log.root.read_state(_verified_path(log), MAX_RECORD_BYTES)
     try:
-        note = orjson.loads(log.root.read_state(_verified_path(log), MAX_RECORD_BYTES) or b"null")
-        if (note["ino"], note["mtime_ns"], note["size"]) == (st.st_ino, st.st_mtime_ns, view.end):
-            start, held = note["size"], note
-    except (OSError, ValueError, KeyError, TypeError):
+        if kept is not None and seal.verify(VERIFIED_KIND, kept):
+            note = orjson.loads(kept)
+            if (note["ino"], note["mtime_ns"], note["ctime_ns"], note["size"]) == \
+                    (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, view.end) and type(note["size"]) is int:
+                start, held = note["size"], note
+    except (ValueError, KeyError, TypeError):
         pass
     for off, raw in lines.iter_lines(view.fd, start, view.end):
         try:
@@ -336,10 +347,13 @@ def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
 def _save_verified(log: Log, fd: int, open_trace: str | None) -> None:
     st = os.fstat(fd)
     path = _verified_path(log)
+    note = seal.seal(VERIFIED_KIND, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                                  "ctime_ns": st.st_ctime_ns, "trace": open_trace}))
+    if note is None:
+        return  # no usable key: a note that could not be believed is not kept
     try:
         log.root.state_dir(path)
-        write_atomic(path, orjson.dumps({"ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                                         "trace": open_trace}), durable=False)
+        write_atomic(path, note, durable=False)
     except (OSError, NotRegular):
         pass  # only a cache: the next append verifies the whole file instead
 
