@@ -8,7 +8,9 @@ printed before the error. ``append`` prints JSON Lines even on a terminal unless
 from __future__ import annotations
 
 import io
-from typing import Annotated, Any
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 
 import orjson
 import typer
@@ -18,8 +20,12 @@ from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import read_arg_bytes
 from wardrik_cli.protocol.json_input import parse_json
 from wardrik_cli.cli.options import Data, FormatOpt
-from wardrik_cli.cli.output import Format, write_lines
+from wardrik_cli.cli.output import Format
 from wardrik_cli.errors import BadEvent, BadInput, ExitCode, Failure, WriteFailed
+
+if TYPE_CHECKING:
+    from wardrik_cli.protocol.catalogue import EventType
+    from wardrik_cli.store.append import AppendItem
 
 
 @app.command(rich_help_panel="Write")
@@ -73,6 +79,7 @@ def append(
                            "give no TYPE, --data, --batch, --subject or --trace")
         append_stdin(log, fmt, sync=not no_sync)
         return
+    items: Sequence[AppendItem]
     if batch is not None:
         if type_ is not None or data is not None or subject is not None or trace is not None:
             raise BadInput("--batch takes its types, data, subjects and traceparents from the file; "
@@ -92,13 +99,16 @@ def append(
         print_appended([raw], fmt, log, live=True)
         return
     try:
-        lines_out = do_append(root, lg, items, deployment=deployment, sync=not no_sync, warn=inv.warn,
-                              lock_timeout=inv.settings.lock_timeout)
+        # A batch is a sequence that decodes each item when it is used (``BatchItems``); the
+        # store only iterates it, so it is handed over as the list its signature names.
+        lines_out = do_append(root, lg, cast("list[AppendItem]", items), deployment=deployment, sync=not no_sync,
+                              warn=inv.warn, lock_timeout=inv.settings.lock_timeout)
     except WriteFailed as e:
         if e.events:
-            print_appended([line.rstrip(b"\n") for line in e.events], fmt, log)
+            print_appended(e.events, fmt, log)
         raise
-    print_appended([line.rstrip(b"\n") for line in lines_out], fmt, log)
+    del items  # the batch's bytes: no longer needed while the stored lines are printed
+    print_appended(lines_out, fmt, log)
     live.notify_kept(root, log, lines_out)
 
 
@@ -145,21 +155,30 @@ def append_stdin(log: str, fmt: Format | None, *, sync: bool) -> None:
         raise typer.Exit(ExitCode.FAILURE)
 
 
-def print_appended(raws: list[bytes], fmt: Format | None, log: str, *, live: bool = False) -> None:
-    """Stored lines as ``append`` and ``audit record`` print them (jsonl unless told).
+def print_appended(raws: Sequence[bytes], fmt: Format | None, log: str, *, live: bool = False) -> None:
+    """Stored lines (with or without their newline) as ``append`` and ``audit record`` print
+    them (jsonl unless told), a line at a time: a batch of a million events is not copied
+    whole to be printed.
 
     They are durable before they are printed, so when printing fails (a full disk, an I/O
     error; not a reader gone, which is no error) the error says they were stored, and which:
     a script that retries on failure would otherwise append them twice."""
+    from wardrik_cli.cli.output import Batch
+
     try:
         if fmt == Format.pretty:
             from wardrik_cli.cli.render.events import print_appended as pretty
 
-            pretty([orjson.loads(r) for r in raws])
+            pretty(orjson.loads(r) for r in raws)
         elif fmt == Format.json:
-            current().stdout.write(b"[" + b",".join(raws) + b"]\n")
+            with Batch() as out:
+                for i, r in enumerate(raws):
+                    out.write((b"[" if i == 0 else b",") + r.rstrip(b"\n"))
+                out.write(b"]\n" if raws else b"[]\n")
         else:
-            write_lines(raws)
+            with Batch() as out:
+                for r in raws:
+                    out.write(r if r.endswith(b"\n") else r + b"\n")
         current().flush_out()
     except BrokenPipeError:
         raise
@@ -167,7 +186,7 @@ def print_appended(raws: list[bytes], fmt: Format | None, log: str, *, live: boo
         raise Failure(_stored_unprinted(raws, log, live, e)) from None
 
 
-def _stored_unprinted(raws: list[bytes], log: str, live: bool, e: OSError) -> str:
+def _stored_unprinted(raws: Sequence[bytes], log: str, live: bool, e: OSError) -> str:
     why = e.strerror or str(e)
     if live:
         return f"{log}: the live event was delivered but could not be printed: {why}"
@@ -177,22 +196,67 @@ def _stored_unprinted(raws: list[bytes], log: str, live: bool, e: OSError) -> st
             f"do not append {'it' if len(raws) == 1 else 'them'} again")
 
 
-def batch_items(raw: bytes) -> list[Any]:
-    """A ``--batch`` file as validated items; one bad line refuses the whole batch."""
+class BatchItems(Sequence["AppendItem"]):
+    """The items of a validated ``--batch``, each decoded again from its line when it is used.
+
+    The batch stays what it was read as (its bytes, once) plus where each item's line starts
+    and ends: a parsed item costs ten to twenty times its line in Python objects, and a batch
+    may be 1 GiB. The store walks the items while it builds the lines it writes, so only
+    the item in hand is ever decoded. Every line was validated (``batch_items``) before this
+    is made, and decoding the same bytes again gives the same value."""
+
+    def __init__(self, raw: bytes, starts: array[int], ends: array[int], etypes: list[EventType]) -> None:
+        self.raw, self.starts, self.ends, self.etypes = raw, starts, ends, etypes
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> AppendItem: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[AppendItem]: ...
+    def __getitem__(self, i: int | slice) -> AppendItem | Sequence[AppendItem]:
+        if isinstance(i, slice):
+            return [self._item(j) for j in range(len(self))[i]]
+        return self._item(range(len(self))[i])
+
+    def __iter__(self) -> Iterator[AppendItem]:
+        return (self._item(j) for j in range(len(self)))
+
+    def _item(self, j: int) -> AppendItem:
+        from wardrik_cli.store.append import AppendItem
+
+        # Its shape and values were checked (item_fields, make_item): only read back here.
+        obj = orjson.loads(memoryview(self.raw)[self.starts[j]:self.ends[j]])
+        return AppendItem(self.etypes[j], obj.get("data", {}), obj.get("subject"), obj.get("traceparent"))
+
+
+def batch_items(raw: bytes) -> BatchItems:
+    """A ``--batch`` file as validated items (``BatchItems``); one bad line refuses the whole batch."""
     from wardrik_cli.protocol.catalogue import KEPT
     from wardrik_cli.protocol.json_input import item_fields
     from wardrik_cli.store.append import make_item
 
-    items = []
-    # Line by line from the bytes: no decoded copy of the whole batch is kept in memory.
-    for n, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        obj = parse_json(line, f"--batch line {n}")
-        try:
-            items.append(make_item(*item_fields(obj), kinds=(KEPT,)))
-        except BadEvent as e:
-            raise BadEvent(f"--batch line {n}: {e} (nothing was written)") from None
-    if not items:
+    starts, ends = array("q"), array("q")
+    etypes: list[EventType] = []  # a reference each: the catalogue's own objects
+    # Line by line from the bytes, each line validated whole (make_item, as for one event) and
+    # then let go: only where it is stays (BatchItems), never a decoded copy of the batch.
+    n, pos, size = 0, 0, len(raw)
+    while pos < size:
+        end = raw.find(b"\n", pos)
+        if end < 0:
+            end = size
+        n += 1
+        line = raw[pos:end]
+        if line.strip():
+            obj = parse_json(line, f"--batch line {n}")
+            try:
+                etypes.append(make_item(*item_fields(obj), kinds=(KEPT,)).etype)
+            except BadEvent as e:
+                raise BadEvent(f"--batch line {n}: {e} (nothing was written)") from None
+            starts.append(pos)
+            ends.append(end)
+        pos = end + 1
+    if not starts:
         raise BadInput("--batch holds no events")
-    return items
+    return BatchItems(raw, starts, ends, etypes)

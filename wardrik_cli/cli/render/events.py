@@ -345,6 +345,7 @@ class _Item:
         self.seq = int(seq) if seq else None
 
 
-def print_appended(events: list[dict[str, Any]]) -> None:
-    """``append`` and ``audit record`` in pretty: the stored events as rows."""
-    print_events([_Item(log_of(e), e) for e in events], header=False)
+def print_appended(events: Iterable[dict[str, Any]]) -> None:
+    """``append`` and ``audit record`` in pretty: the stored events as rows (taken one at a
+    time: a batch's events are never all decoded at once)."""
+    print_events((_Item(log_of(e), e) for e in events), header=False)
