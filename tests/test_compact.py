@@ -369,3 +369,24 @@ def test_reads_the_file_about_once(root, tmp_path):
     assert 3_000_000 < kept < 5_000_000
     extra = io["rchar"] - base["rchar"]
     assert info["bytes"] <= extra <= info["bytes"] + 4_000_000, (extra, kept, info["bytes"])
+
+
+@pytest.mark.subprocess
+def test_the_first_append_after_a_sweep_reads_no_more_than_before(root):
+    """The appender's verified note (sealed) is carried to the file a sweep made, so the next
+    append checks only what is new, not the whole kept log again (rchar: bytes really read)."""
+    from procio import run_with_io
+
+    write_spread(root / "acme/big.jsonl", events=4000, days=100, log_id="acme/big", pad=400)
+    env = {**os.environ}
+    add = [WARDRIK, "--root", str(root), "append", "acme/big", "run.started"]
+    assert run_with_io(add, env=env)[0].returncode == 0  # verifies the log once, leaves its note
+    p, held = run_with_io(add, env=env)  # the note held: what an append reads (modules included)
+    assert p.returncode == 0, p.stderr
+    assert run_cli("compact", "-q", "--retention", "30d", root=root).returncode == 0
+    kept = (root / "acme/big.jsonl").stat().st_size
+    assert kept > 500_000
+    p, io = run_with_io(add, env=env)
+    assert p.returncode == 0, p.stderr
+    # before: the whole kept log was read again
+    assert io["rchar"] < held["rchar"] + kept // 4, (io["rchar"], held["rchar"], kept)

@@ -61,6 +61,8 @@ from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, state_dirs, sync_files, write_atomic, write_new
 from wardrik_cli.store.locking import acquire
 from wardrik_cli.store.log import Log, decode_event
+from wardrik_cli.store import seal
+from wardrik_cli.store.append import VERIFIED_KIND
 
 TMP_SUFFIX = ".compact.tmp"  # a log's new file: ".<name>.jsonl.compact.tmp" beside the log
 WM_TMP_SUFFIX = ".wm.tmp"  # a record's new file, beside the record
@@ -361,15 +363,20 @@ def _carry_verified_note(s: Staged) -> None:
         return  # no note can be there (a note read through a link would name another file)
     raw = root.read_state(path, MAX_RECORD_BYTES)
     try:
-        note: Any = orjson.loads(raw or b"null")  # None (no note): TypeError below
+        # only a note this user's wardrik sealed is carried (store.seal), and sealed again
+        note: Any = orjson.loads(raw) if raw is not None and seal.verify(VERIFIED_KIND, raw) else None
         held = (note["ino"], note["mtime_ns"], note["size"]) == (s.old.st_ino, s.old.st_mtime_ns, s.old_end)
-    except (ValueError, KeyError, TypeError):
+        st = os.lstat(s.log.path)  # the rename gave the new file a ctime of its own: the note names it
+        held = held and st.st_ino == s.new_ino
+    except (OSError, ValueError, KeyError, TypeError):
         held = False
     if held:
+        new = seal.seal(VERIFIED_KIND, orjson.dumps({"ino": s.new_ino, "size": s.new_size, "mtime_ns": st.st_mtime_ns,
+                                                     "ctime_ns": st.st_ctime_ns, "trace": note.get("trace")}))
         try:
-            write_atomic(path, orjson.dumps({"ino": s.new_ino, "size": s.new_size, "mtime_ns": s.new_mtime_ns,
-                                             "trace": note.get("trace")}), durable=False)
-            return
+            if new is not None:
+                write_atomic(path, new, durable=False)
+                return
         except OSError:
             pass
     # The note names the old inode, so it is void already; removing it keeps .wardrik/ tidy

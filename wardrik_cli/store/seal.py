@@ -16,7 +16,8 @@ Contract kept here:
   sealed file is still one JSON object (the seal a member of it); ``verify`` checks the
   trailing member against the bytes before it, and the caller then parses the file as is.
 - The key: ``$XDG_STATE_HOME/wardrik/key`` (an absolute ``XDG_STATE_HOME``), else
-  ``$HOME/.local/state/wardrik/key``, of the environment in force (``settings.environment()``:
+  ``$HOME/.local/state/wardrik/key`` (without ``HOME``, the user's home from the password
+  database, as ``~`` is found), of the environment in force (``settings.environment()``:
   the command line's own), so never under a root. 32 random bytes, made once, by the first
   writer of a cache, and only in a folder of this user's own (the nearest one that exists:
   root run with another user's ``HOME`` makes nothing there): written 0600 to a temporary
@@ -56,6 +57,13 @@ def key_path(env: Mapping[str, str] | None = None) -> Path | None:
     if state.startswith("/"):  # the XDG rule: a relative path is ignored
         return Path(state) / "wardrik" / "key"
     home = env.get("HOME") or ""
+    if not home:  # as ~ is found without HOME: a service started with no HOME still has a home
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.geteuid()).pw_dir
+        except (KeyError, ImportError):
+            home = ""
     if home.startswith("/"):
         return Path(home) / ".local" / "state" / "wardrik" / "key"
     return None
