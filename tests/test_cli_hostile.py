@@ -7,6 +7,7 @@
 - ``-v`` shows a huge event's data clipped (keys, items, characters), saying so.
 - ``append --batch`` holds each validated item as where its line is, not as Python objects.
 - Help into a closed pipe is a normal end (exit 0, nothing on stderr).
+- Pretty output to a stream whose encoding cannot hold the text writes escapes (exit 0).
 """
 from __future__ import annotations
 
@@ -275,3 +276,16 @@ def test_help_into_a_closed_pipe_is_a_normal_end(args):
     finally:
         os.close(write_end)
     assert (p.returncode, p.stderr) == (0, b"")
+
+
+@pytest.mark.subprocess
+def test_pretty_output_fits_an_ascii_stream(tmp_path):
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", "-d", '{"task": "café \u2192 naïve"}', root=root, check=True)
+    env = dict(os.environ, PYTHONIOENCODING="ascii", COLUMNS="100")
+    for args in (["page", "a"], ["-v", "tail", "a"], ["fold", "a", "--view", "timeline"]):
+        p = subprocess.run([WARDRIK, "--root", str(root), *args, "-o", "pretty"], capture_output=True, env=env,
+                           timeout=60)
+        assert (p.returncode, p.stderr) == (0, b""), (args, p.stderr)
+        text = p.stdout.decode("ascii")  # every byte fits the stream's encoding
+        assert "caf\\xe9" in text, (args, text)

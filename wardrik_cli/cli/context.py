@@ -139,7 +139,15 @@ class Invocation:
 
 def _text_view(stream: BinaryIO, process_stream: TextIO) -> TextIO:
     if getattr(process_stream, "buffer", None) is stream:
-        return process_stream  # the process's own stream: share its text layer
+        # The process's own stream: share its text layer. Its encoding is the user's
+        # (PYTHONIOENCODING=ascii, a C locale): what it cannot hold is written as an escape
+        # (é as \xe9), never the end of the command in a UnicodeEncodeError.
+        if getattr(process_stream, "errors", "strict") != "backslashreplace" and hasattr(process_stream, "reconfigure"):
+            try:
+                process_stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError, io.UnsupportedOperation):
+                pass
+        return process_stream
     return io.TextIOWrapper(stream, encoding="utf-8", errors="backslashreplace", write_through=True)
 
 

@@ -134,7 +134,10 @@ class EventLines:
 
         t = Text()
         t.append(f"{day} {tz_label()} ", style="bold")
-        t.append("─" * max(0, self.c.width - len(day) - len(tz_label()) - 2), style="dim")
+        # a rule the stream can hold: an ASCII one where it is not Unicode (PYTHONIOENCODING=ascii),
+        # rather than a row of escapes (\u2500) several screens wide
+        rule = "─" if str(getattr(self.c, "encoding", "utf-8")).lower().startswith("utf") else "-"
+        t.append(rule * max(0, self.c.width - len(day) - len(tz_label()) - 2), style="dim")
         self._out(t)
 
     def _out(self, text: Any) -> None:
