@@ -136,8 +136,8 @@ def test_the_key_is_where_the_environment_given_says(root, tmp_path):
 
 @pytest.mark.parametrize("where", ["no home", "a key others may read"])
 def test_without_a_usable_key_no_cache_is_believed_or_written(root, tmp_path, where):
-    if where == "no home":
-        env = {"XDG_STATE_HOME": "", "HOME": ""}
+    if where == "no home":  # a relative HOME names none (without HOME, the password database's is used)
+        env = {"XDG_STATE_HOME": "", "HOME": "relative/home"}
     else:
         key = tmp_path / "xdg" / "wardrik" / "key"
         key.parent.mkdir(parents=True)
