@@ -8,6 +8,7 @@
 - ``append --batch`` holds each validated item as where its line is, not as Python objects.
 - Help into a closed pipe is a normal end (exit 0, nothing on stderr).
 - Pretty output to a stream whose encoding cannot hold the text writes escapes (exit 0).
+- An empty ``WARDRIK_DEPLOYMENT`` is unset (as an empty ``WARDRIK_ROOT``); a bad one is named.
 """
 from __future__ import annotations
 
@@ -289,3 +290,30 @@ def test_pretty_output_fits_an_ascii_stream(tmp_path):
         assert (p.returncode, p.stderr) == (0, b""), (args, p.stderr)
         text = p.stdout.decode("ascii")  # every byte fits the stream's encoding
         assert "caf\\xe9" in text, (args, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. WARDRIK_DEPLOYMENT
+# ---------------------------------------------------------------------------------------------
+def test_an_empty_deployment_variable_is_unset_and_a_bad_one_is_named(tmp_path):
+    import orjson
+
+    root = tmp_path / "r"
+    run_cli("init", "--deployment", "acme-prod", root=root, check=True)
+    empty = {"WARDRIK_DEPLOYMENT": ""}
+    p = run_cli("append", "a", "run.started", root=root, env=empty)
+    assert p.returncode == 0, p.stderr
+    assert orjson.loads(p.stdout)["source"] == "wardrik://acme-prod/agents/a"  # config.toml, as when unset
+    for args in (["page", "a"], ["tail", "a"], ["stats"], ["audit", "page"]):
+        p = run_cli(*args, root=root, env=empty)
+        assert p.returncode == 0 and p.stderr == b"", (args, p.stderr)
+    p = run_cli("audit", "record", "agent.created", "agents/a", "-d", '{"agent": {"id": "a"}}', "--actor", "me",
+                root=root, env=empty)
+    assert p.returncode == 0 and orjson.loads(p.stdout)["source"] == "wardrik://acme-prod/audit", p.stderr
+    before = (root / "a.jsonl").read_bytes()
+    for args in (["page", "a"], ["append", "a", "run.completed"], ["compact", "--retention", "1s"]):
+        p = run_cli(*args, root=root, env={"WARDRIK_DEPLOYMENT": "Not_Valid"})
+        assert p.returncode == 2 and "$WARDRIK_DEPLOYMENT" in _err_line(p) and "'Not_Valid'" in _err_line(p), args
+    assert (root / "a.jsonl").read_bytes() == before
+    p = run_cli("--deployment", "", "page", "a", root=root)
+    assert p.returncode == 2 and "--deployment" in _err_line(p)

@@ -456,6 +456,10 @@ def _help_console() -> None:
 def main() -> None:
     """The console script (see ``cli.entry``): ``run`` over this process, then exit."""
     argv = sys.argv[1:]
+    if os.environ.get("WARDRIK_DEPLOYMENT") == "":
+        # Empty is unset (``Invocation.deployment_given``), for the library's own reads of the
+        # process's environment too (compact's ledger.compacted record).
+        del os.environ["WARDRIK_DEPLOYMENT"]
     if any(k.endswith("_COMPLETE") for k in os.environ):
         from typer.main import get_command
 

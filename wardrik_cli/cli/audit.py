@@ -69,8 +69,8 @@ def audit_record(
 
     inv = current()
     payload = parse_json(read_arg_bytes(data, "--data"), "--data") if data is not None else {}
-    line = record_audit(inv.root, type_, subject, payload, actor, assumed_by or [], inv.deployment_arg,
-                        warn=inv.warn, env=inv.env, lock_timeout=inv.settings.lock_timeout, made_root=True)
+    line = record_audit(inv.root, type_, subject, payload, actor, assumed_by or [], inv.deployment_given(),
+                        warn=inv.warn, env={}, lock_timeout=inv.settings.lock_timeout, made_root=True)
     print_appended([line.rstrip(b"\n")], fmt, "the audit log")
 
 

@@ -56,8 +56,28 @@ class Invocation:
         value = self.root_arg or self.settings.root
         return value if value and value.startswith(REMOTE_SCHEMES) else None
 
+    def deployment_given(self) -> str | None:
+        """The deployment named by ``--deployment``, else by ``$WARDRIK_DEPLOYMENT``, validated,
+        or None when neither names one. An empty variable is unset, as an empty
+        ``WARDRIK_ROOT`` or ``WARDRIK_LOCK_TIMEOUT`` is; a bad name is refused saying where it
+        came from (a variable set long ago is easy to forget)."""
+        from wardrik_cli.errors import BadInput
+        from wardrik_cli.protocol.names import validate_deployment
+
+        if self.deployment_arg is not None:
+            name, where = self.deployment_arg, "--deployment"
+        else:
+            name, where = self.env.get("WARDRIK_DEPLOYMENT", ""), "$WARDRIK_DEPLOYMENT"
+            if name == "":
+                return None
+        try:
+            return validate_deployment(name)
+        except BadInput as e:
+            raise BadInput(f"{where}: {e}") from None
+
     def deployment(self) -> str:
-        return self.root.deployment(self.deployment_arg, env=self.env)
+        """``deployment_given``, else the root's config.toml, else ``local``."""
+        return self.root.deployment(self.deployment_given(), env={})  # {}: the variable was read just above
 
     def time_zone(self) -> Any:
         """The zone of times typed without an offset: UTC (None), or local under ``--local``."""
@@ -178,8 +198,7 @@ def _remote_root(inv: Invocation, url: str) -> Root:
         raise BadInput(f"{name or 'this command'} does not work on a remote root ({url}); give a local --root")
     from wardrik_cli.remote.mirror import keep_synced, open_mirror
 
-    given = inv.deployment_arg if inv.deployment_arg is not None else inv.env.get("WARDRIK_DEPLOYMENT")
-    mirror = open_mirror(url, inv.env, given, warn=inv.warn)
+    mirror = open_mirror(url, inv.env, inv.deployment_given(), warn=inv.warn)
     need = _need(name, params)
     root = mirror.sync(need)
     inv.remote_mirror = mirror

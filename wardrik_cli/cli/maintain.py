@@ -169,6 +169,7 @@ def compact(
         return
     root = inv.root
     root.require_made("compact")
+    inv.deployment()  # a bad $WARDRIK_DEPLOYMENT is refused (naming it) before the sweep, not after it
     text, _ = resolve_retention(root, retention)
     if max_ship_lag is not None:
         from wardrik_cli.store.retention import parse_retention

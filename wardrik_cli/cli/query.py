@@ -94,8 +94,7 @@ def _remote(inv: Any, url: str, query: str) -> tuple[Any, frozenset[str] | None]
     from wardrik_cli.remote.mirror import Need, open_mirror
 
     sc = scope(query)  # refuses anything but one SELECT before the store is asked for anything
-    given = inv.deployment_arg if inv.deployment_arg is not None else inv.env.get("WARDRIK_DEPLOYMENT")
-    mirror = open_mirror(url, inv.env, given, warn=inv.warn)
+    mirror = open_mirror(url, inv.env, inv.deployment_given(), warn=inv.warn)
     need = Need(["*"] if sc.logs is None else sorted(sc.logs) or None, since_day=sc.since_day)
     root = mirror.sync(need)
     inv.remote_mirror = mirror
