@@ -9,6 +9,7 @@
 - Help into a closed pipe is a normal end (exit 0, nothing on stderr).
 - Pretty output to a stream whose encoding cannot hold the text writes escapes (exit 0).
 - An empty ``WARDRIK_DEPLOYMENT`` is unset (as an empty ``WARDRIK_ROOT``); a bad one is named.
+- Controls in pretty summaries and cells are shown as escapes, never dropped (one rule).
 """
 from __future__ import annotations
 
@@ -317,3 +318,26 @@ def test_an_empty_deployment_variable_is_unset_and_a_bad_one_is_named(tmp_path):
     assert (root / "a.jsonl").read_bytes() == before
     p = run_cli("--deployment", "", "page", "a", root=root)
     assert p.returncode == 2 and "--deployment" in _err_line(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. controls are shown, never dropped
+# ---------------------------------------------------------------------------------------------
+def test_controls_in_pretty_output_are_shown_as_escapes_never_dropped(tmp_path):
+    import orjson
+
+    root = tmp_path / "r"
+    task = "\x1b]0;PWNED\x07 \x1b[31m\u202e\x08\x7f\x1cend"
+    run_cli("append", "a", "run.started", "-d", orjson.dumps({"task": task}).decode(), root=root, check=True)
+    tool = {"tool": {"name": "t\x07\x08\x0cx", "call": {"id": "c\rd"}}}
+    run_cli("append", "a", "tool_call.started", "-d", orjson.dumps(tool).decode(), root=root, check=True)
+    run_cli("append", "a", "tool_call.completed", "-d", orjson.dumps(tool).decode(), root=root, check=True)
+    env = {"COLUMNS": "200"}
+    page = run_cli("page", "a", "-o", "pretty", root=root, env=env).stdout.decode()
+    # whitespace runs are one space in a one-line summary; every other control is an escape
+    assert "task: \\x1b]0;PWNED\\x07 \\x1b[31m\\u202e\\x08\\x7f\\x1cend" in page, page
+    assert "t\\x07\\x08 x (c d)" in page, page
+    stats = run_cli("stats", "--by", "tool", "-o", "pretty", root=root, env=env).stdout.decode()
+    assert "t\\x07\\x08\\x0cx" in stats, stats  # a table cell (Rich would drop BEL, BS and FF)
+    timeline = run_cli("fold", "a", "--view", "timeline", "-o", "pretty", root=root, env=env).stdout.decode()
+    assert "\\x1b]0;PWNED\\x07" in timeline and "\\x7f" in timeline, timeline

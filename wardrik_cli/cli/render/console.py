@@ -79,7 +79,16 @@ def _console_class() -> Any:
     for wardrik a reader going away is a normal end, see ``cli.app``)."""
     global _CONSOLE_CLASS
     if _CONSOLE_CLASS is None:
+        import rich.text
         from rich.console import Console
+
+        from wardrik_cli.cli.safe_text import safe
+
+        # Rich drops BEL, BS, CR, VT and FF from every Text it makes (rich.control's
+        # strip_control_codes): a tool name "a\x07b" would show as "ab", hiding that the data
+        # holds a control. The one rule (cli.safe_text) is to show every control as an escape,
+        # and doing it where the Text is made means its width is measured as it is shown.
+        rich.text.strip_control_codes = lambda text, *_: safe(text)  # type: ignore[attr-defined]
 
         class _Console(Console):
             def on_broken_pipe(self) -> None:

@@ -26,7 +26,6 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ from typing import Any
 from wardrik_cli.cli.render.console import clock, console
 from wardrik_cli.cli.render.events import SEQ_WIDTH, TYPE_WIDTH, EventLines, fit_log, log_style, log_width
 from wardrik_cli.cli.render.summary import delta_key, delta_text
+from wardrik_cli.cli.safe_text import flat as safe_flat
 from wardrik_cli.cli.safe_text import safe
 from wardrik_cli.protocol.catalogue import short_name
 
@@ -45,7 +45,6 @@ IDLE_S = 15.0  # a stream with no delta for this long has ended (its writer died
 TICK_S = 1.0  # how often idle streams are looked for while nothing arrives
 MAX_LINES = 12
 KEEP = 4096  # characters kept of each stream's start and of its end: what a line can show
-_SPACES = re.compile(r"[\s\x85]+")  # whitespace runs, newlines and tabs included, become one space
 
 Key = tuple[str, Any, str]  # (log, message id, type)
 
@@ -83,8 +82,9 @@ class Stream:
 
 
 def flat(text: str) -> str:
-    """Text for one line: whitespace runs are one space, every other control shown escaped."""
-    return safe(_SPACES.sub(" ", text), keep_newlines=False)
+    """Text for one line: whitespace runs are one space, every other control shown escaped
+    (``safe_text.flat``, the rule summaries follow too)."""
+    return safe_flat(text)
 
 
 def last_cells(text: str, width: int) -> str:

@@ -1,7 +1,8 @@
 """One-line, plain-text summaries of events, per type, and each type's family.
 
 No Rich here (``render`` colours what this module says). Contract:
-- ``summarize(event)`` returns one line (no newline, no control characters) that says what
+- ``summarize(event)`` returns one line (no newline; a control character in it is shown as
+  a visible escape, ``safe_text.flat``) that says what
   an event is about, most telling part first, so that cutting it at the terminal's width
   keeps what matters: a tool call's name and call id, a message's id, an answer's first
   words, the actor of an audit change, how many events a dropped notice stands for.
@@ -12,15 +13,14 @@ No Rich here (``render`` colours what this module says). Contract:
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from wardrik_cli.cli.safe_text import flat
 from wardrik_cli.protocol.catalogue import dig, short_name
 
 FAMILIES = ("run", "message", "tool_call", "input", "trigger", "audit", "dropped", "activity", "other")
 _AUDIT = frozenset({"agent.created", "agent.configured", "agent.forgotten", "trigger.created", "trigger.deleted",
                     "ledger.compacted"})
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def family(type_name: str) -> str:
@@ -69,7 +69,9 @@ def one_line(text: Any) -> str:
     cut = len(text) > LONGEST
     if cut:
         text = text[:LONGEST]
-    return " ".join(_CONTROL.sub(" ", text).split()) + (" …" if cut else "")
+    # Whitespace runs become one space; every other control is shown escaped (``\x1b``),
+    # never dropped: the rule of ``safe_text.flat``, the same for every line shown.
+    return flat(text).strip(" ") + (" …" if cut else "")
 
 
 def words(text: Any, n: int = 12) -> str:
