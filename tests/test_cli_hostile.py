@@ -10,6 +10,7 @@
 - Pretty output to a stream whose encoding cannot hold the text writes escapes (exit 0).
 - An empty ``WARDRIK_DEPLOYMENT`` is unset (as an empty ``WARDRIK_ROOT``); a bad one is named.
 - Controls in pretty summaries and cells are shown as escapes, never dropped (one rule).
+- A cost sum that overflows is one answer in every format: blank (null), with a warning.
 """
 from __future__ import annotations
 
@@ -341,3 +342,27 @@ def test_controls_in_pretty_output_are_shown_as_escapes_never_dropped(tmp_path):
     assert "t\\x07\\x08\\x0cx" in stats, stats  # a table cell (Rich would drop BEL, BS and FF)
     timeline = run_cli("fold", "a", "--view", "timeline", "-o", "pretty", root=root, env=env).stdout.decode()
     assert "\\x1b]0;PWNED\\x07" in timeline and "\\x7f" in timeline, timeline
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a cost sum that overflows
+# ---------------------------------------------------------------------------------------------
+def test_a_cost_sum_that_overflows_is_blank_with_a_warning_in_every_format(tmp_path):
+    import orjson
+
+    root = tmp_path / "r"
+    for i in (1, 2):
+        done = {"message": {"id": f"m{i}"}, "cost_usd": 1.5e308, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        run_cli("append", "a", "message.completed", "-d", orjson.dumps(done).decode(), root=root, check=True)
+    for _ in range(2):  # counted, then from its checkpoint
+        p = run_cli("stats", "-o", "json", root=root)
+        assert p.returncode == 0 and orjson.loads(p.stdout)["groups"][0]["cost_usd"] is None
+        assert b"add up past the largest number" in p.stderr, p.stderr
+    p = run_cli("stats", "-o", "csv", root=root)
+    assert p.stdout.splitlines()[1] == b"a,0,0,,0,,,,2,2,,0" and b"largest number" in p.stderr
+    p = run_cli("stats", "--by", "model", "-o", "pretty", root=root, env={"COLUMNS": "150"})
+    assert b"inf" not in p.stdout and b"largest number" in p.stderr, p.stdout
+    p = run_cli("fold", "a", "--view", "usage", "-o", "json", root=root)
+    assert orjson.loads(p.stdout)["state"]["cost_usd"] is None
+    p = run_cli("fold", "a", "--view", "usage", "-o", "pretty", root=root)
+    assert b"inf" not in p.stdout

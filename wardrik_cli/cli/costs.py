@@ -88,6 +88,13 @@ def stats(
     for log, n in sorted(result.dropped.items()):
         inv.warn(f"{log}: {n} event{'s' if n != 1 else ''} in this window were dropped by retention "
                  "(wardrik compact); stats count the events kept")
+    for r in result.overflowed:
+        # null (json), blank (csv, pretty) in every format, and here the reason: not "unpriced"
+        name = r[by.value] if r[by.value] is not None else "(none)"
+        where = f" in {r['log']}" if by == By.run else ""
+        inv.warn(f"{by.value} {name}{where}: cost_usd is left blank (null): its calls' costs add up past the "
+                 "largest number there is (about 1.8e308 US dollars), so there is no sum to show; "
+                 "look for a wrong data.cost_usd or price")
     shown = fmt.value if fmt is not None else ("pretty" if inv.isatty() else "json")
     if shown == "pretty":
         from wardrik_cli.cli.render.costs import print_stats

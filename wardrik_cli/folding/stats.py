@@ -36,7 +36,8 @@ exclusive, stored times). Starts and ends are matched within one log.
   (no usage, no price for its model, cached tokens with no cache price, or cache counts
   larger than the input). A group's ``cost_usd`` is the sum, rounded to 6 decimals, only when
   every model call in it has a cost; else null, and ``unpriced`` says how many have none.
-  Never a guess.
+  Never a guess. A sum past what a number holds (costs near 1e308 added up) is no answer
+  either: null too, and ``StatsResult.overflowed`` names the group so the caller says why.
 - Percentiles are nearest-rank (the value at rank ceil(p x n) of the sorted durations),
   exact up to ``Durations.EXACT`` values per group; past that a log-bucketed sketch answers
   within ``Durations.ALPHA`` (relative) of the exact value. ``max_s`` is always exact.
@@ -369,8 +370,10 @@ class Group:
         self.is_run = self.is_run or o.is_run
 
     def dump(self) -> list[Any]:
+        # A sum that overflowed is kept as "inf" (JSON has no infinity; orjson would write null)
+        cost: Any = self.cost if math.isfinite(self.cost) else "inf"
         return [self.calls, self.failures, self.unended, self.durations.dump(), self.input_tokens,
-                self.output_tokens, self.cost, self.unpriced, self.first, self.is_run, self.log]
+                self.output_tokens, cost, self.unpriced, self.first, self.is_run, self.log]
 
     @classmethod
     def load(cls, d: Any) -> Group:
@@ -384,7 +387,7 @@ class Group:
         g.calls, g.failures, g.unended = _count_of(d[0]), _count_of(d[1]), _count_of(d[2])
         g.durations = Durations.load(d[3])
         g.input_tokens, g.output_tokens = _count_of(d[4]), _count_of(d[5])
-        g.cost = float(_number(d[6]))
+        g.cost = math.inf if d[6] == "inf" else float(_number(d[6]))
         g.unpriced = _count_of(d[7])
         g.is_run = is_run
         return g
@@ -404,7 +407,8 @@ class Group:
             "max_s": d.max if timed else None,
             "input_tokens": self.input_tokens if tokens else None,
             "output_tokens": self.output_tokens if tokens else None,
-            "cost_usd": (round(self.cost, 6) if self.unpriced == 0 else None) if tokens else None,
+            "cost_usd": (round(self.cost, 6) if self.unpriced == 0 and math.isfinite(self.cost) else None)
+            if tokens else None,
             "unpriced": self.unpriced if tokens else None,
         }
 
@@ -494,8 +498,10 @@ class StatsResult:
     that retention dropped inside the window} (not counted: they are gone)."""
 
     def __init__(self, by: str, since: str | None, until: str | None, rows: list[dict[str, Any]],
-                 dropped: dict[str, int]):
+                 dropped: dict[str, int], overflowed: list[dict[str, Any]] | None = None):
         self.by, self.since, self.until, self.rows, self.dropped = by, since, until, rows, dropped
+        # the rows whose cost_usd is null because their sum overflowed (not because a call had no cost)
+        self.overflowed = overflowed or []
 
     def to_json(self) -> dict[str, Any]:
         return {"by": self.by, "since": self.since, "until": self.until, "groups": self.rows}
@@ -833,6 +839,12 @@ class Counter:
         items.sort(key=lambda kg: (kg[0] is None, kg[0] or ""))
         return [g.row(self.by, k) for k, g in items]
 
+    def overflowed(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``rows`` whose cost is null because the sum overflowed: every call had a cost."""
+        if not any(not math.isfinite(g.cost) for g in self.groups.values()):
+            return []
+        return [r for r in rows if r["cost_usd"] is None and r["unpriced"] == 0]
+
 
 def _data(e: dict[str, Any]) -> dict[str, Any]:
     d = e.get("data")
@@ -965,4 +977,5 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                 ckpt.save(log, view, vname, version, last_seq, last_end, last_raw, orjson.dumps(c.dump()))
             c.finish()
             total.merge(c)
-    return StatsResult(by, since, until, total.rows(), dropped)
+    rows = total.rows()
+    return StatsResult(by, since, until, rows, dropped, total.overflowed(rows))

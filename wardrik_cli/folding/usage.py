@@ -11,10 +11,14 @@ Contract kept here:
   ``data.usage``), ``cost_usd`` (the sum of the ``data.cost_usd`` given), ``with_cost``.
 - ``finish`` makes ``cost_usd`` null unless every model call gave one: a partial sum would
   read as the log's cost and be too low. The view knows no prices (``wardrik stats`` prices
-  usage from ``.wardrik/config.toml``); it never guesses one.
+  usage from ``.wardrik/config.toml``); it never guesses one. A sum past what a number holds
+  (costs near 1e308) is no sum either: the state's ``cost_usd`` becomes null for good (JSON
+  has no infinity, and a checkpoint must read back what was saved) and ``finish`` gives
+  null, as ``wardrik stats`` does.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from wardrik_cli.protocol.catalogue import PREFIX, USAGE_FIELDS, is_cost, is_count
@@ -71,11 +75,15 @@ class UsageView:
             s["with_usage"] += 1
         cost = d.get("cost_usd")
         if is_cost(cost):
-            s["cost_usd"] += cost
+            total = s["cost_usd"]
+            if total is not None:  # None: the sum overflowed before, and stays no sum
+                total += cost
+                s["cost_usd"] = total if math.isfinite(total) else None
             s["with_cost"] += 1
         return s
 
     def finish(self, s: dict[str, Any], through: int) -> dict[str, Any]:
         out = dict(s)
-        out["cost_usd"] = round(s["cost_usd"], 6) if s["with_cost"] == s["model_calls"] else None
+        total = s["cost_usd"]
+        out["cost_usd"] = round(total, 6) if s["with_cost"] == s["model_calls"] and total is not None else None
         return out
