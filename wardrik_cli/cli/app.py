@@ -189,6 +189,9 @@ def _run(argv: list[str], inv: Invocation) -> int:
     code: int = ExitCode.OK
     try:
         from wardrik_cli.settings import Settings
+        from wardrik_cli.store.log import use_warn
+
+        use_warn(inv.warn)  # the store's warnings about its own files: this run's stderr, not the process's
 
         inv.settings = Settings.from_env(inv.env)
         load_commands(argv)
