@@ -38,6 +38,17 @@ def test_a_sweep_that_drops_records_who_and_what(root):
     assert last["data"]["actor"].startswith(getpass.getuser() + "@" + socket.gethostname()[:10])
 
 
+def test_the_record_names_the_deployment_given(root):
+    """--deployment (or $WARDRIK_DEPLOYMENT) names the source of the sweep's record, as it does
+    for audit record; before, the record took the process's environment's."""
+    write_log(root / "acme" / "a.jsonl", 3, start=START - timedelta(days=400), log_id="acme/a")
+    assert run_cli("compact", "-q", "--deployment", "acme-x", root=root, env={"WARDRIK_DEPLOYMENT": ""}).returncode == 0
+    write_log(root / "acme" / "b.jsonl", 3, start=START - timedelta(days=400), log_id="acme/b")
+    assert run_cli("compact", "-q", root=root, env={"WARDRIK_DEPLOYMENT": "acme-y"}).returncode == 0
+    assert [(ev["source"], ev["data"]["assumed_by"]) for ev in audit_sweeps(root)] == [
+        ("wardrik://acme-x/audit", []), ("wardrik://acme-y/audit", [])]
+
+
 def test_a_bad_actor_is_refused_before_anything_is_swept(root):
     write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
     before = (root / "acme" / "a.jsonl").read_bytes()

@@ -189,6 +189,7 @@ def compact(
     try:
         result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, actor=actor, warn=inv.warn,
                             notice=(lambda m: None) if quiet else inv.warn,  # what was tidied: no failure
+                            deployment=inv.deployment_given(),  # of the ledger.compacted it records
                             max_ship_lag=max_ship_lag,
                             on_start=progress.start if progress else None,
                             on_log=progress.advance if progress else None, tidy=cleanup_stale)

@@ -876,7 +876,7 @@ def _recorded(root: Root, sweep: str, mark: int) -> set[str]:
 
 
 def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
-                   notice: Callable[[str], None] | None = None) -> None:
+                   notice: Callable[[str], None] | None = None, deployment: str | None = None) -> None:
     """Settle the record a sweep killed before it recorded its drops left (call only under
     the compaction lock, before a sweep): ``ledger.compacted`` for the drops of it that landed
     and are not recorded yet, then the record goes. A record that cannot be read (not a
@@ -924,7 +924,7 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
         if head["max_bytes"] is not None:
             data["max_bytes"] = head["max_bytes"]
         try:
-            record_audit(root, "ledger.compacted", "ledger", data, head["actor"], warn=warn)
+            record_audit(root, "ledger.compacted", "ledger", data, head["actor"], deployment=deployment, warn=warn)
         except (WardrikError, OSError) as e:
             raise Failure(f"found {what}: {sum(todo.values())} event(s) it dropped are not in the audit log, and "
                           f"recording them failed: {e}; nothing was swept") from None
@@ -943,7 +943,8 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
 # ---------------------------------------------------------------------------
 # the sweep
 # ---------------------------------------------------------------------------
-def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[str], None], sweep: str) -> None:
+def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[str], None], sweep: str,
+                  deployment: str | None = None) -> None:
     from wardrik_cli.store.audit import record_audit
 
     data: dict[str, Any] = {"logs": {r.log: r.dropped for r in result.logs if r.dropped},
@@ -951,7 +952,7 @@ def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[s
     if result.max_bytes is not None:
         data["max_bytes"] = result.max_bytes
     try:
-        record_audit(root, "ledger.compacted", "ledger", data, actor, warn=warn)
+        record_audit(root, "ledger.compacted", "ledger", data, actor, deployment=deployment, warn=warn)
     except (WardrikError, OSError) as e:
         raise Failure(f"the sweep dropped {result.dropped} event(s) but could not record ledger.compacted "
                       f"in the audit log: {e}; its record {intent_path(root)} stays, and the next compact "
@@ -985,7 +986,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
           tidy: Callable[[Root], object] | None = None,
-          notice: Callable[[str], None] | None = None) -> SweepResult:
+          notice: Callable[[str], None] | None = None, deployment: str | None = None) -> SweepResult:
     """Compact every log under ``root``; a log that fails is recorded and the others still swept.
 
     ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
@@ -1034,7 +1035,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             for p in clean_stale(root):
                 (notice or warn)(f"removed {p}, left by a compaction that did not finish")  # tidied: no failure
             # before this sweep changes any log's start: what an earlier one dropped is told apart
-            recover_intent(root, warn, notice or warn)
+            recover_intent(root, warn, notice or warn, deployment)
         logs = logs_of(root)
         # Read once, at the start: a position can only grow meanwhile (holding back more than
         # needed), and a target registered after this point counts from the next sweep.
@@ -1078,7 +1079,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         finally:
             batch.abandon()  # only if something unexpected stopped the sweep: temps go, locks are released
         if intent is not None and result.dropped:
-            _record_sweep(root, result, intent.actor, warn, intent.sweep)
+            _record_sweep(root, result, intent.actor, warn, intent.sweep, deployment)
         if intent is not None:
             if any(s.error for s in intent.cut):
                 # a log named in the record failed after it was written: whether its cut landed is
