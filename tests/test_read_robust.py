@@ -2,15 +2,23 @@
 
 - A chain of folders deeper than a log id can reach (1,100 levels) is walked no deeper than
   that, without recursion: every whole-root command works on the logs there are.
+- A ``--grep`` or ``--where ~`` regex that backtracks catastrophically over event data never
+  hangs a reader (``page``, ``tail``, ``tail -f``): it is searched by the ``regex`` package
+  with a time budget per event, and past it the read ends with one ``error:`` naming the
+  option, the pattern, the log and the sequence (exit 2).
 """
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from conftest import jsonl, run_cli
+from follow_util import LIVE_WAIT, _in_poll, add
 
 TRIGGER = '{"trigger":{"name":"x"}}'
 
@@ -61,3 +69,94 @@ def test_a_chain_of_folders_deeper_than_a_log_id_is_walked_only_as_deep_as_one(r
         assert set(act) == {"ok", deepest}
     finally:
         _unchain(made)
+
+
+# -- a regex that backtracks over event data ---------------------------------------------------
+def _trigger(root, name: str) -> None:
+    run_cli("append", "a", "trigger.fired", "-d", orjson.dumps({"trigger": {"name": name}}).decode(),
+            root=root, check=True)
+
+
+@pytest.mark.subprocess
+def test_the_reviewed_backtracking_grep_returns(root):
+    """The review's repro: Python's re never returns from this pattern on this text (grep -E
+    takes 7 ms). A process of its own, so that the code before the fix fails by its timeout."""
+    _trigger(root, "connection reset by peer connection reset by peer !")
+    _trigger(root, "two words")
+    _trigger(root, "x{e<=1} [:]")
+    p = run_cli("page", "a", "-g", r"^(\w+\s?)*$", "-o", "jsonl", root=root, process=True, timeout=60)
+    _ok(p)
+    assert [e["data"]["trigger"]["name"] for e in jsonl(p.stdout)] == ["two words"]
+
+    def names(*args: str) -> list[str]:
+        p = run_cli("page", "a", *args, "-o", "jsonl", root=root)
+        _ok(p)
+        return [e["data"]["trigger"]["name"] for e in jsonl(p.stdout)]
+
+    assert names("--where", r"data.trigger.name~^(\w+\s?)*$") == ["two words"]
+    # Such a pattern is searched by the regex package, read as re reads it: a "{" that is no
+    # repetition is a literal (regex alone reads fuzzy matching: x+ with one error matches
+    # "two words"), and "[" in a set is one too (regex alone reads a POSIX class).
+    assert names("-g", r"x+{e<=1}") == ["x{e<=1} [:]"]
+    assert names("-g", r"[[:alpha:]]+") == ["x{e<=1} [:]"]  # re: one of "[:alph", then "]"s
+
+
+# (a|aa)+$ on 36 a's and a b: about 5 s for re and 11 s for regex here, growing by 1.6x per
+# letter. With the budget cut to 10 ms the search is stopped a thousand times short of its end;
+# the code before the fix runs it to the end and shows the events after it.
+SLOW = r"(a|aa)+$"
+HOSTILE = "a" * 36 + "b"
+
+
+@pytest.fixture
+def short_budget(monkeypatch):
+    from wardrik_cli.read import filters
+
+    monkeypatch.setattr(filters, "MATCH_BUDGET_S", 0.01, raising=False)
+
+
+def _one_error(p, option: str, pattern: str, seq: int) -> None:
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.decode() == (f"error: {option} {pattern!r} took too long on a at sequence {seq} "
+                                 f"(over 0.01 s): simplify it\n")
+
+
+def test_a_grep_past_its_time_budget_is_one_error(root, short_budget):
+    _trigger(root, "aa")
+    _trigger(root, HOSTILE)
+    _trigger(root, "aaa")
+    for args in (("page", "a", "-o", "jsonl"), ("page", "a", "-o", "pretty"), ("tail", "a", "-n", "5")):
+        p = run_cli(*args, "-g", SLOW, root=root)
+        _one_error(p, "--grep", SLOW, 2)
+        assert b"aaa" not in p.stdout  # nothing after the error
+    p = run_cli("page", "a", "--where", f"data.trigger.name~{SLOW}", "-o", "jsonl", root=root)
+    _one_error(p, "--where", f"data.trigger.name~{SLOW}", 2)
+
+
+def test_tail_f_refuses_a_backtracking_grep_on_an_event_it_follows(root, short_budget):
+    from wardrik_cli.errors import BadInput
+    from wardrik_cli.follow.follower import agent_logs_fn, tail_items
+    from wardrik_cli.read.filters import Filters
+    from wardrik_cli.store.layout import Root
+
+    add(root, "a", "aa")
+    r = Root(root)
+    f = tail_items(r, agent_logs_fn(r, ["a"]), n=0, follow=True, filters=Filters.build(grep=SLOW))
+
+    def write_once_following() -> None:
+        deadline = time.monotonic() + LIVE_WAIT
+        while not ("a" in f.positions and _in_poll(os.getpid())) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        add(root, "a", HOSTILE)  # no doorbell: the follower's own watch finds it
+        add(root, "a", "aaa")
+
+    writer = threading.Thread(target=write_once_following, daemon=True)
+    got: list = []
+    with f:
+        writer.start()
+        try:
+            got.append(next(iter(f)))  # before the fix: seq 2 searched to its end, then seq 3 shown
+        except BadInput as e:  # exit 2 at the command line
+            got.append(e)
+    writer.join(LIVE_WAIT)
+    assert [str(x) for x in got] == [f"--grep {SLOW!r} took too long on a at sequence 2 (over 0.01 s): simplify it"]

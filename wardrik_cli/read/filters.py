@@ -15,11 +15,24 @@ Contract kept here:
   more than it must) is always decoded and judged in full.
 - Bad input (a regex that does not compile, a ``--where`` that does not parse, a ``--run``
   that is not hex, an unknown type) is ``BadInput`` naming the option and the forms it takes.
+- Event data is hostile and Python's ``re`` cannot be interrupted, so a regex (``--grep``,
+  ``--where PATH~RX``) is searched with a bound on its time (``Matcher``): one that cannot
+  backtrack (no repetition past a few ways through it, no backreference) by ``re``, whose
+  work is then linear in the text; any other by the ``regex`` package, with a time budget
+  per event (``MATCH_BUDGET_S``, plus ``MATCH_S_PER_CHAR`` for each character searched).
+  Past it, ``PatternTooSlow`` (``BadInput``: the fix is a simpler pattern) names the option,
+  the pattern, the log and the sequence. The pattern is compiled by ``re`` first (the syntax
+  is Python's), and handed to ``regex`` written so that it reads it as ``re`` does (``{`` that
+  is no repetition and ``[`` inside a set are escaped; ``regex`` would read fuzzy matching
+  and POSIX classes there); ``\\w``, ``\\d``, ``\\s`` and case folding follow Unicode's
+  definitions there, which differ from ``re``'s on some characters outside ASCII.
 """
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +41,7 @@ import orjson
 from wardrik_cli.errors import BadInput
 from wardrik_cli.protocol.catalogue import lookup
 from wardrik_cli.protocol.envelope import trace_id_of
+from wardrik_cli.protocol.names import AUDIT_NAME, is_log_id
 
 WHERE_OPS = ("!=", "<=", ">=", "=", "~", "<", ">")
 _WHERE_RE = re.compile(r"\s*([A-Za-z0-9_.\-]+)\s*(!=|<=|>=|=|~|<|>)\s?(.*)", re.S)
@@ -40,6 +54,16 @@ NEEDLE_MIN = 3  # shorter literals find too much to be worth a byte search
 # ``","type":"``); a type is ASCII, so only a ``\u00`` escape can hide one of its letters.
 TYPE_VALUE_AT = 73
 TYPE_ESCAPE = b"\\u00"
+# A regex that may backtrack gets this long per event (plus so much per character it searches:
+# a long value takes longer) before it is refused as too slow for the data. `grep -E` takes
+# milliseconds where Python's re takes centuries; a plain search of 200 MB takes under 1 s.
+MATCH_BUDGET_S = 2.0
+MATCH_S_PER_CHAR = 5e-8
+SAFE_WAYS = 64  # a pattern with at most this many ways through it, none unbounded, runs on re
+
+
+class PatternTooSlow(BadInput):
+    """A ``--grep`` or ``--where ~`` regex that took too long on an event's data."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -84,6 +108,207 @@ def compile_grep(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
                        "escape ( [ . * + ? with a backslash to match them literally)") from None
 
 
+# ---------------------------------------------------------------------------------------
+# searching with a bound on time
+# ---------------------------------------------------------------------------------------
+class _TimedOut(Exception):
+    """A search ran past its budget (the caller names the option, the log and the sequence)."""
+
+
+class Matcher:
+    """A compiled user regex, searched with a bound on its time (see the module docstring).
+
+    ``search(text, allowed)`` is True when ``text`` holds a match; ``allowed`` seconds are
+    all it may take (``_TimedOut`` past them), only enforced when ``guarded`` (a pattern
+    that can backtrack). ``texts`` are strings one of which every match holds (lower-cased
+    when the pattern ignores case: then only ASCII text is ruled out by them), looked for
+    before a guarded search: a plain ``in`` costs a tenth of a search with a timeout."""
+
+    __slots__ = ("rx", "guarded", "texts", "lower", "plain", "_search")
+
+    def __init__(self, rx: re.Pattern[str]):
+        self.rx = rx
+        self.guarded = not cannot_backtrack(rx)
+        self.texts: tuple[str, ...] = ()
+        self.lower = bool(rx.flags & re.IGNORECASE)
+        # re's own search, for a pattern that cannot backtrack (None: a guarded one)
+        self.plain: Callable[[str], Any] | None = None if self.guarded else rx.search
+        if not self.guarded:
+            self._search: Callable[..., Any] = rx.search
+            return
+        import regex  # only for a pattern that can backtrack: it costs start-up time
+
+        flags = regex.VERSION0
+        for name in ("IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE", "ASCII"):
+            if rx.flags & getattr(re, name):
+                flags |= getattr(regex, name)
+        self._search = regex.compile(as_re_reads_it(rx.pattern, bool(rx.flags & re.VERBOSE)), flags).search
+        self.texts = tuple(_required_texts(rx) or ())
+
+    def ruled_out(self, text: str) -> bool:
+        """``text`` holds none of ``texts``, so no match (False when there are none)."""
+        if not self.texts:
+            return False
+        if self.lower:
+            if not text.isascii():
+                return False  # folding outside ASCII is not str.lower(): searched in full
+            text = text.lower()
+        for t in self.texts:
+            if t in text:
+                return False
+        return True
+
+    def search(self, text: str, allowed: float) -> bool:
+        if not self.guarded:
+            return self._search(text) is not None
+        if self.ruled_out(text):
+            return False
+        return self.timed(text, allowed)
+
+    def timed(self, text: str, allowed: float) -> bool:
+        """The guarded search itself, in at most ``allowed`` seconds."""
+        if allowed <= 0:
+            raise _TimedOut
+        try:
+            return self._search(text, timeout=allowed) is not None
+        except TimeoutError:
+            raise _TimedOut from None
+
+
+@functools.lru_cache(maxsize=64)
+def matcher_of(rx: re.Pattern[str]) -> Matcher:
+    return Matcher(rx)
+
+
+def too_slow(option: str, pattern: str, event: dict[str, Any]) -> PatternTooSlow:
+    """The error of a regex that ran past its budget on ``event``: one line naming the option,
+    the pattern, the log (from the event's source, when it names one) and the sequence."""
+    src = event.get("source")
+    log = "a log"
+    if isinstance(src, str):
+        tail = src.rsplit("/agents/", 1)[-1] if "/agents/" in src else None
+        if tail is not None and is_log_id(tail):
+            log = tail
+        elif src.endswith("/audit"):
+            log = AUDIT_NAME
+    seq = event.get("sequence")
+    where = f"{log} at sequence {int(seq)}" if isinstance(seq, str) and seq.isdigit() else f"a live event of {log}"
+    return PatternTooSlow(f"{option} {pattern!r} took too long on {where} (over {MATCH_BUDGET_S:g} s): "
+                          "simplify it")
+
+
+def cannot_backtrack(rx: re.Pattern[str]) -> bool:
+    """Is ``re``'s work on any text at most linear in the text's length: no unbounded
+    repetition, no backreference, and at most ``SAFE_WAYS`` ways through the pattern (the
+    most it tries at each position)? Read from the parse tree; anything unknown: no."""
+    import warnings
+
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        with warnings.catch_warnings():  # re.compile gave the pattern's warnings already
+            warnings.simplefilter("ignore")
+            tree = _parser.parse(rx.pattern, rx.flags)
+        return _ways(list(tree), _parser) is not None
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "may backtrack"
+        return False
+
+
+def _ways(items: list[Any], p: Any) -> int | None:
+    """How many ways there are through ``items`` (a parse tree's sequence), or None when
+    unbounded or more than ``SAFE_WAYS``."""
+    total = 1
+    for op, av in items:
+        if op in (p.LITERAL, p.NOT_LITERAL, p.ANY, p.IN, p.AT):
+            n: int | None = 1
+        elif op is p.SUBPATTERN:
+            n = _ways(list(av[-1]), p)
+        elif op is p.ATOMIC_GROUP:
+            n = _ways(list(av), p)
+        elif op in (p.ASSERT, p.ASSERT_NOT):
+            n = _ways(list(av[1]), p)
+        elif op is p.BRANCH:
+            n = 0
+            for alt in av[1]:
+                w = _ways(list(alt), p)
+                if w is None:
+                    return None
+                n += w
+        elif op in (p.MAX_REPEAT, p.MIN_REPEAT, p.POSSESSIVE_REPEAT):
+            lo, hi, sub = av
+            inner = _ways(list(sub), p)
+            if inner is None or hi is p.MAXREPEAT or hi > SAFE_WAYS:
+                return None
+            n = sum(inner ** k for k in range(lo, hi + 1))
+        else:
+            return None  # a backreference, a conditional, anything else
+        if n is None:
+            return None
+        total *= max(n, 1)
+        if total > SAFE_WAYS:
+            return None
+    return total
+
+
+_RE_REPEAT = re.compile(r"\{[0-9]*(?:,[0-9]*)?\}")
+
+
+def as_re_reads_it(pattern: str, verbose: bool) -> str:
+    """``pattern`` (which ``re`` compiles) written so that the ``regex`` package reads it as
+    ``re`` does: a ``{`` that ``re`` takes for a literal (not ``{m}``, ``{m,n}``, ``{,n}``,
+    ``{m,}``) is escaped, as regex would read fuzzy matching there (``a{e<=1}``), and a ``[``
+    inside a set is escaped, as regex would read a POSIX class there (``[[:digit:]]``)."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_set = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_set:
+            if c == "]":
+                in_set = False
+            out.append("\\[" if c == "[" else c)
+            i += 1
+            continue
+        if c == "[":
+            in_set = True
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1  # a "]" first in a set is a literal
+            out.append(pattern[i:j])
+            i = j
+            continue
+        if c == "(" and pattern.startswith("(?#", i):
+            j = pattern.find(")", i)
+            j = n if j < 0 else j + 1
+            out.append(pattern[i:j])
+            i = j
+            continue
+        if c == "#" and verbose:
+            j = pattern.find("\n", i)
+            j = n if j < 0 else j
+            out.append(pattern[i:j])
+            i = j
+            continue
+        if c == "{":
+            m = _RE_REPEAT.match(pattern, i)
+            if m is None or m.group() == "{}":
+                out.append("\\{")
+                i += 1
+                continue
+            out.append(m.group())
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Where:
     """One ``--where PATH OP VALUE``."""
@@ -94,6 +319,7 @@ class Where:
     value: str
     number: float | None = None  # for < <= > >= on anything but time
     regex: re.Pattern[str] | None = None  # for ~
+    matcher: Matcher | None = field(default=None, repr=False, compare=False)  # ~'s search, bounded in time
 
     @classmethod
     def parse(cls, text: str) -> Where:
@@ -108,7 +334,8 @@ class Where:
             raise BadInput(f"bad --where {text!r}: the path {path_text!r} has an empty part")
         if op == "~":
             try:
-                return cls(text, path, op, value, regex=re.compile(value))
+                rx = re.compile(value)
+                return cls(text, path, op, value, regex=rx, matcher=matcher_of(rx))
             except re.error as e:
                 raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
         if op in ("<", "<=", ">", ">="):
@@ -140,7 +367,11 @@ class Where:
             text = cur if isinstance(cur, str) else orjson.dumps(cur).decode()
             if op == "~":
                 assert self.regex is not None
-                return self.regex.search(text) is not None
+                m = self.matcher or matcher_of(self.regex)
+                try:
+                    return m.search(text, MATCH_BUDGET_S + len(text) * MATCH_S_PER_CHAR)
+                except _TimedOut:
+                    raise too_slow("--where", self.text, event) from None
             return (text == self.value) == (op == "=")
         if self.number is None:  # a time
             if not isinstance(cur, str):
@@ -211,6 +442,21 @@ def required_literals(rx: re.Pattern[str]) -> list[bytes] | None:
 
     Read from the regex's parse tree: a top-level sequence's longest run of literal
     characters (every match holds it), or a top-level alternation of pure literals."""
+    texts = _required_texts(rx)
+    if texts is None:
+        return None
+    out = []
+    for t in texts:
+        b = _safe(t.encode())
+        if b is None:
+            return None
+        out.append(b)
+    return out
+
+
+def _required_texts(rx: re.Pattern[str]) -> list[str] | None:
+    """``required_literals`` as text, before the byte search's own conditions (length, and
+    no character JSON may escape)."""
     try:
         from re import _parser  # type: ignore[attr-defined]
 
@@ -244,14 +490,13 @@ def required_literals(rx: re.Pattern[str]) -> list[bytes] | None:
         texts = [longest_run(items)]
     out = []
     for t in texts:
+        if not t:
+            return None
         if ignore:
             if not t.isascii():
                 return None  # Unicode case folding is not a byte search
             t = t.lower()
-        b = _safe(t.encode())
-        if b is None:
-            return None
-        out.append(b)
+        out.append(t)
     return out
 
 
@@ -273,6 +518,11 @@ class Filters:
     grep: re.Pattern[str] | None = None
     where: tuple[Where, ...] = ()
     _test: LineTest | None = field(default=None, repr=False, compare=False)
+    _grep: Matcher | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.grep is not None:
+            self._grep = matcher_of(self.grep)  # once: accepts() runs per event
 
     @classmethod
     def build(cls, types: Iterable[str] | None = None, since: str | None = None,
@@ -306,8 +556,17 @@ class Filters:
             tid = trace_id_of(event)
             if tid is None or not tid.startswith(self.run):
                 return False
-        if self.grep is not None and not grep_data(self.grep, event.get("data")):
-            return False
+        g = self._grep
+        if g is not None:
+            if g.plain is not None:
+                if not _grep_plain(g.plain, event.get("data")):
+                    return False
+            else:
+                try:
+                    if not _grep_guarded(g, event.get("data")):
+                        return False
+                except _TimedOut:
+                    raise too_slow("--grep", g.rx.pattern, event) from None
         for w in self.where:
             if not w.holds(event):
                 return False
@@ -322,13 +581,48 @@ class Filters:
 
 def grep_data(rx: re.Pattern[str], data: Any) -> bool:
     """Does a string value anywhere in ``data`` (keys excluded) hold a match? Iterative: a
-    deeply nested hostile document cannot exhaust the stack."""
+    deeply nested hostile document cannot exhaust the stack. A pattern that can backtrack
+    has ``MATCH_BUDGET_S`` (and ``MATCH_S_PER_CHAR`` a character) for all of ``data``:
+    ``PatternTooSlow`` past it."""
+    m = matcher_of(rx)
+    if m.guarded:
+        try:
+            return _grep_guarded(m, data)
+        except _TimedOut:
+            raise PatternTooSlow(f"--grep {rx.pattern!r} took too long on an event's data: simplify it") from None
+    return _grep_plain(rx.search, data)
+
+
+def _grep_plain(search: Callable[[str], Any], data: Any) -> bool:
     stack = [data]
-    search = rx.search
     while stack:
         cur = stack.pop()
         if isinstance(cur, str):
             if search(cur) is not None:
+                return True
+        elif isinstance(cur, dict):
+            stack.extend(cur.values())
+        elif isinstance(cur, list):
+            stack.extend(cur)
+    return False
+
+
+def _grep_guarded(m: Matcher, data: Any) -> bool:
+    """``grep_data`` for a pattern that can backtrack: ``_TimedOut`` past the budget."""
+    clock = time.monotonic
+    deadline = clock() + MATCH_BUDGET_S
+    texts = m.texts if len(m.texts) == 1 and not m.lower else None  # the usual case, inlined
+    stack = [data]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, str):
+            if texts is not None:
+                if texts[0] not in cur:
+                    continue
+            elif m.ruled_out(cur):
+                continue
+            deadline += len(cur) * MATCH_S_PER_CHAR  # (the allowance is for text searched)
+            if m.timed(cur, deadline - clock()):
                 return True
         elif isinstance(cur, dict):
             stack.extend(cur.values())
