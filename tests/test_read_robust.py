@@ -6,6 +6,10 @@
   hangs a reader (``page``, ``tail``, ``tail -f``): it is searched by the ``regex`` package
   with a time budget per event, and past it the read ends with one ``error:`` naming the
   option, the pattern, the log and the sequence (exit 2).
+- Data nested deeper than JSON is written (300 levels, in a line written by hand: orjson reads
+  1,023 and writes 254; ``check`` passes it) is judged by ``--where`` without an internal
+  error (a value too deep to compare is not equal and does not match), and ``fold``'s JSON
+  cuts it (``deep.TOO_DEEP``, with a warning), as its pretty output does.
 """
 from __future__ import annotations
 
@@ -160,3 +164,68 @@ def test_tail_f_refuses_a_backtracking_grep_on_an_event_it_follows(root, short_b
             got.append(e)
     writer.join(LIVE_WAIT)
     assert [str(x) for x in got] == [f"--grep {SLOW!r} took too long on a at sequence 2 (over 0.01 s): simplify it"]
+
+
+# -- data nested deeper than JSON is written ----------------------------------------------------
+DEEP = b'{"k":' * 300 + b"1" + b"}" * 300
+
+
+def _deep_log(root, items: list[tuple[str, dict]]) -> None:
+    """Append ``items``, then put ``DEEP`` in place of every ``"@@DEEP@@"`` in the log."""
+    batch = b"".join(orjson.dumps({"type": t, "data": d}) + b"\n" for t, d in items)
+    run_cli("append", "a", "--batch", "-", input=batch, root=root, check=True)
+    path = root / "a.jsonl"
+    path.write_bytes(path.read_bytes().replace(b'"@@DEEP@@"', DEEP))
+    assert run_cli("check", root=root).returncode == 0
+
+
+def _marker_level(v) -> int | None:
+    """The level (the top is 1) at which TOO_DEEP stands in ``v``, or None (iteratively)."""
+    from wardrik_cli.folding.deep import TOO_DEEP
+
+    stack = [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if x == TOO_DEEP:
+            return d
+        if isinstance(x, dict):
+            stack.extend((c, d + 1) for c in x.values())
+        elif isinstance(x, list):
+            stack.extend((c, d + 1) for c in x)
+    return None
+
+
+def test_where_judges_a_value_too_deep_to_compare(root):
+    _deep_log(root, [("trigger.fired", {"trigger": {"name": "x"}, "k": "@@DEEP@@"}),
+                     ("trigger.fired", {"trigger": {"name": "y"}, "k": 1})])
+
+    def names(where: str) -> list[str]:
+        p = run_cli("page", "a", "--where", where, "-o", "jsonl", root=root)
+        _ok(p)
+        return [e["data"]["trigger"]["name"] for e in jsonl(p.stdout)]
+
+    assert names("data.k=1") == ["y"]
+    assert names("data.k!=1") == ["x"]
+    assert names("data.k~k") == []
+    assert names("data.k.k.k~k") == []  # a path into it: deep still
+    assert names("data.trigger.name=x") == ["x"]  # other paths of that event as ever
+
+
+def test_fold_json_cuts_a_state_nested_too_deep_and_says_so(root):
+    STATE_DEPTH = 253  # folding.engine.STATE_DEPTH: orjson writes 254 levels, less the document's own
+
+    _deep_log(root, [("run.started", {"task": "@@DEEP@@"}), ("run.completed", {"answer": "@@DEEP@@"}),
+                     ("run.started", {"task": "@@DEEP@@"}), ("run.failed", {"error": {"message": "@@DEEP@@"}})])
+    for view in ("state", "timeline"):
+        for fmt in ("json", "jsonl"):
+            p = run_cli("fold", "a", "--view", view, "-o", fmt, root=root)
+            _ok(p)
+            doc = orjson.loads(p.stdout)
+            assert doc["through"] == 4 and doc["view"] == view
+            level = _marker_level(doc["state"])
+            assert level is not None and level <= STATE_DEPTH + 1, level
+            err = p.stderr.decode()
+            assert err.count("\n") == 1 and err.startswith("warning: the state of a holds values nested deeper"), err
+    # cut only where JSON cannot go: the state's task (level 2) keeps 252 levels of its 301
+    state = orjson.loads(run_cli("fold", "a", "-o", "json", root=root).stdout)["state"]
+    assert state["status"] == "failed" and _marker_level(state) == STATE_DEPTH + 1

@@ -151,7 +151,8 @@ def fold(
 
       wardrik fold evidence/events.jsonl --format json | jq .state.status
     """
-    from wardrik_cli.folding.engine import fold_target, result_json, target
+    from wardrik_cli.folding.deep import TOO_DEEP
+    from wardrik_cli.folding.engine import STATE_DEPTH, clip_state, fold_target, result_json, target
     from wardrik_cli.folding.views import load
 
     inv = current()
@@ -170,7 +171,11 @@ def fold(
 
         print_fold(res, v)  # a render that fails: ViewFailed
 
-    emit(choose(fmt, Format.json), pretty=pretty, jsonl=(result_json(res) for _ in (0,)),
+    shown = choose(fmt, Format.json)
+    if shown != Format.pretty and clip_state(res):  # as the pretty output cuts it, and says so
+        inv.warn(f"the state of {res.log} holds values nested deeper than JSON is written ({STATE_DEPTH} "
+                 f"levels): they are cut, each the string {TOO_DEEP!r} (the log keeps them whole)")
+    emit(shown, pretty=pretty, jsonl=(result_json(res) for _ in (0,)),
          json=lambda: inv.stdout.write(result_json(res, indent=True) + b"\n"))
 
 

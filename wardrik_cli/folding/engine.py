@@ -18,7 +18,9 @@ Contract kept here:
   own shape by a byte look, whole blocks at a time; a line not in that shape is decoded and
   judged like any other; ``wardrik check`` parses every line.
 - A view that raises (in ``initial``, ``apply`` or ``finish``) is ``ViewFailed`` naming the
-  view, the log and the event's sequence; so is a state ``result_json`` cannot write.
+  view, the log and the event's sequence; so is a state ``result_json`` cannot write. A state
+  holding values nested deeper than JSON is written (a line written by hand) is written cut
+  at ``STATE_DEPTH`` levels (``clip_state``, ``folding.deep``), never refused.
 - A valid checkpoint is never replaced by one at a lower sequence (``--at`` after a full fold).
 - A selection (``since``, ``select``; the command line's ``--since`` and ``--run``) folds only
   the events it keeps: ``since`` (a stored time) keeps events at or after it, and the fold
@@ -260,10 +262,29 @@ def _initial(view: Any, vname: str, tgt: Target) -> Any:
                          f"{type(e).__name__}: {e}") from None
 
 
+# The deepest a state's objects and arrays can go in fold's JSON: orjson writes 254 levels,
+# and the document's own object is one. Data append accepts (128 levels) is never cut so.
+STATE_DEPTH = 253
+
+
+def clip_state(res: FoldResult) -> bool:
+    """Cut what is nested too deep to write in ``res.state`` (``deep.clip`` at ``STATE_DEPTH``:
+    each object or array past it is the string ``deep.TOO_DEEP``); True when something was cut
+    (a line written by hand: the stored events keep every level)."""
+    from wardrik_cli.folding.deep import clip, too_deep
+
+    if not too_deep(res.state, STATE_DEPTH):
+        return False
+    res.state = clip(res.state, STATE_DEPTH)
+    return True
+
+
 def result_json(res: FoldResult, *, indent: bool = False) -> bytes:
     """``{"log", "view", "through", "state"}`` as JSON; sets and tuples become lists, other
-    objects their repr. A state JSON cannot hold (a key that is not a string, an integer past
-    64 bits, nesting too deep) is ``ViewFailed`` naming the view."""
+    objects their repr. Objects and arrays nested deeper than JSON can be written are cut
+    (``clip_state``). A state JSON cannot hold otherwise (a key that is not a string, an
+    integer past 64 bits) is ``ViewFailed`` naming the view."""
+    clip_state(res)
     try:
         return orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2 if indent else 0)
     except (TypeError, orjson.JSONEncodeError) as e:

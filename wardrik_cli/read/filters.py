@@ -364,7 +364,15 @@ class Where:
                 return self.op == "!="  # a missing path matches only !=
         op = self.op
         if op in ("=", "!=", "~"):
-            text = cur if isinstance(cur, str) else orjson.dumps(cur).decode()
+            if isinstance(cur, str):
+                text = cur
+            else:
+                try:
+                    text = orjson.dumps(cur).decode()
+                except orjson.JSONEncodeError:
+                    # nested deeper than JSON is written (a line written by hand: orjson reads
+                    # 1,023 levels, writes 254): no text to compare, so not equal, no match
+                    return op == "!="
             if op == "~":
                 assert self.regex is not None
                 m = self.matcher or matcher_of(self.regex)
