@@ -10,6 +10,8 @@
   1,023 and writes 254; ``check`` passes it) is judged by ``--where`` without an internal
   error (a value too deep to compare is not equal and does not match), and ``fold``'s JSON
   cuts it (``deep.TOO_DEEP``, with a warning), as its pretty output does.
+- ``fold --at`` anywhere before the first kept event of a compacted log is refused, just below
+  it included (the state through a dropped event cannot be known).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import orjson
 import pytest
 
 from conftest import jsonl, run_cli
-from follow_util import LIVE_WAIT, _in_poll, add
+from follow_util import LIVE_WAIT, _in_poll, add, compact
 
 TRIGGER = '{"trigger":{"name":"x"}}'
 
@@ -229,3 +231,21 @@ def test_fold_json_cuts_a_state_nested_too_deep_and_says_so(root):
     # cut only where JSON cannot go: the state's task (level 2) keeps 252 levels of its 301
     state = orjson.loads(run_cli("fold", "a", "-o", "json", root=root).stdout)["state"]
     assert state["status"] == "failed" and _marker_level(state) == STATE_DEPTH + 1
+
+
+# -- fold --at just below the first kept event ----------------------------------------------------
+def test_fold_at_before_the_first_kept_event_is_refused_up_to_it(root):
+    for i in range(5):
+        _trigger(root, f"n{i}")
+    ok = run_cli("fold", "a", "--at", "0", "-o", "json", root=root)  # nothing dropped: the empty state
+    _ok(ok)
+    assert orjson.loads(ok.stdout)["through"] == 0
+    compact(root, "a", 4)  # sequences 1..3 dropped
+    for at in (0, 2, 3):
+        p = run_cli("fold", "a", "--at", str(at), "-o", "json", root=root)
+        assert (p.returncode, p.stdout) == (2, b""), (at, p.returncode, p.stdout)
+        assert p.stderr.decode() == (f"error: --at {at} is before the first event a holds (4): the events "
+                                     f"through 3 were dropped by compaction\n")
+    p = run_cli("fold", "a", "--at", "4", "-o", "json", root=root)
+    _ok(p)
+    assert orjson.loads(p.stdout)["through"] == 4

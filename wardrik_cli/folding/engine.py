@@ -346,7 +346,7 @@ def _check_at(tgt: Target, lv: LogView, at: int, on_corrupt: OnCorrupt) -> None:
         raise
     if at > last:
         raise BadInput(f"--at {at} is past the end of {tgt.label} (its last sequence is {last})")
-    if at < first - 1:
+    if first > 1 and at < first:  # through first - 1 too: those events are gone, so is their state
         raise BadInput(f"--at {at} is before the first event {tgt.label} holds ({first}): "
                        f"the events through {first - 1} were dropped by compaction")
 
