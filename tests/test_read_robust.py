@@ -12,6 +12,8 @@
   cuts it (``deep.TOO_DEEP``, with a warning), as its pretty output does.
 - ``fold --at`` anywhere before the first kept event of a compacted log is refused, just below
   it included (the state through a dropped event cannot be known).
+- ``append --stream``: the end of the input ends the last line; a complete item without its
+  newline is appended (as ``--batch -`` takes it).
 """
 from __future__ import annotations
 
@@ -249,3 +251,22 @@ def test_fold_at_before_the_first_kept_event_is_refused_up_to_it(root):
     p = run_cli("fold", "a", "--at", "4", "-o", "json", root=root)
     _ok(p)
     assert orjson.loads(p.stdout)["through"] == 4
+
+
+# -- append --stream: a last line without its newline ---------------------------------------------
+def test_stream_appends_a_complete_last_line_without_its_newline(root):
+    items = [orjson.dumps({"type": "trigger.fired", "data": {"trigger": {"name": n}}}) for n in ("a", "b")]
+    body = b"\n".join(items)  # no newline at the end
+    p = run_cli("append", "s", "--stream", input=body, root=root)
+    _ok(p)
+    assert p.stderr == b""
+    assert [e["data"]["trigger"]["name"] for e in jsonl(p.stdout)] == ["a", "b"]
+    batch = run_cli("append", "t", "--batch", "-", input=body, root=root)  # as --batch - reads it
+    _ok(batch)
+    stored = [e["data"]["trigger"]["name"] for e in jsonl((root / "s.jsonl").read_bytes())]
+    assert stored == ["a", "b"] == [e["data"]["trigger"]["name"] for e in jsonl((root / "t.jsonl").read_bytes())]
+    # a live item last, with no newline: published, printed as delivered
+    live = b'{"type":"message.delta","data":{"message":{"id":"m1"},"delta":"x"}}'
+    p = run_cli("append", "s", "--stream", input=items[0] + b"\n" + live, root=root)
+    _ok(p)
+    assert [e["type"] for e in jsonl(p.stdout)] == ["wardrik.trigger.fired", "wardrik.message.delta"]

@@ -8,9 +8,12 @@ Contract kept here:
 - Each line is one item, ``{"type", "data"?, "subject"?, "traceparent"?}``, validated exactly
   as ``append`` validates (``store.append.make_item``). A line that is refused (not UTF-8, a
   NUL byte, not JSON, not an object, an unknown key or type, missing or bad data, longer than
-  ``MAX_LINE_BYTES``, or cut off by the end of the input without its newline) is reported
-  once through ``on_refused(line number, why)``; nothing is written for it and the stream
-  goes on. An over-long line is skipped as it streams past, never held whole in memory.
+  ``MAX_LINE_BYTES``) is reported once through ``on_refused(line number, why)``; nothing is
+  written for it and the stream goes on. An over-long line is skipped as it streams past,
+  never held whole in memory.
+- The end of the input ends the last line, newline or not (as ``append --batch -`` reads
+  it): a complete item there is appended. One cut off in the middle is no JSON, so it is
+  refused, and the reason says the input ended in it.
 - A kept item is written through ``store.append.append`` (the log's lock, torn-tail cut,
   verified note, fsync unless ``sync=False``), then the log's followers are rung and the
   stored lines are handed to ``on_event``: reported means durable. Kept items that arrived
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+import orjson
 
 from wardrik_cli.errors import BadEvent, BadInput, WriteFailed
 from wardrik_cli.follow import live
@@ -102,7 +106,7 @@ def append_stream(root: Root, log_id: str, source: int | BinaryIO, *, on_event: 
         refuse(n, why)
 
     for chunk in _input_lines(read, max_line):
-        for n, line, problem in chunk:
+        for n, line, problem, at_end in chunk:
             result.lines = n
             if problem is None and not line.strip():
                 continue
@@ -111,7 +115,7 @@ def append_stream(root: Root, log_id: str, source: int | BinaryIO, *, on_event: 
                     raise BadInput(problem)
                 item = parse_item(line)
             except BadInput as e:
-                refused(n, str(e))
+                refused(n, f"{e} (the input ended in the middle of it)" if at_end and _cut(line) else str(e))
                 continue
             if item.etype.kind != LIVE:
                 group.append(item)
@@ -138,6 +142,15 @@ def parse_item(line: bytes) -> AppendItem:
     return make_item(*item_fields(parse_json(line)), kinds=(KEPT, LIVE))
 
 
+def _cut(line: bytes) -> bool:
+    """Is ``line`` (the last, with no newline) no JSON at all: cut off by the end of the input?"""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
 def _reader(source: int | BinaryIO) -> Callable[[int], bytes]:
     """At most n bytes, as soon as any are there; b"" at the end of the input."""
     if isinstance(source, int):
@@ -150,7 +163,8 @@ def _too_long(size: int, max_line: int) -> str:
     return f"too long: {size} bytes (a line holds at most {max_line}; append a bigger event with --data @FILE)"
 
 
-Entry = tuple[int, bytes, str | None]  # (line number, the line, why it is refused or None)
+# (line number, the line, why it is refused or None, whether the end of the input ended it)
+Entry = tuple[int, bytes, str | None, bool]
 
 
 def _input_lines(read: Callable[[int], bytes], max_line: int) -> Iterator[list[Entry]]:
@@ -163,10 +177,9 @@ def _input_lines(read: Callable[[int], bytes], max_line: int) -> Iterator[list[E
         out: list[Entry] = []
         if not chunk:
             if skipping >= 0:
-                out.append((n + 1, b"", _too_long(skipping, max_line)))
+                out.append((n + 1, b"", _too_long(skipping, max_line), True))
             elif partial.strip():
-                out.append((n + 1, b"", "no newline at its end: the input ended in the middle of "
-                                        "the line; nothing was written for it"))
+                out.append((n + 1, partial, None, True))  # (never over max_line: see below)
             if out:
                 yield out
             return
@@ -177,7 +190,7 @@ def _input_lines(read: Callable[[int], bytes], max_line: int) -> Iterator[list[E
                 skipping += len(chunk)
                 continue
             n += 1
-            out.append((n, b"", _too_long(skipping + j, max_line)))
+            out.append((n, b"", _too_long(skipping + j, max_line), False))
             skipping, start = -1, j + 1
         i = chunk.rfind(b"\n", start)
         if i < 0:
@@ -187,7 +200,7 @@ def _input_lines(read: Callable[[int], bytes], max_line: int) -> Iterator[list[E
             partial = chunk[i + 1:]
             for line in block.split(b"\n"):
                 n += 1
-                out.append((n, line, _too_long(len(line), max_line) if len(line) > max_line else None))
+                out.append((n, line, _too_long(len(line), max_line) if len(line) > max_line else None, False))
         if len(partial) > max_line:
             skipping, partial = len(partial), b""
         if out:
