@@ -184,6 +184,7 @@ class Wakeups:
         self._watcher: _Watcher | None = None
         self._changed: set[str] = set()  # paths reported and not yet taken (every watcher's)
         self._moved = False  # a folder made or removed since the last take_changes()
+        self._retired: list[_Watcher] = []  # watchers replaced by _watch_again, maybe still stopping
         self._lock = threading.Lock()
         self._poll = select.poll()
         self._poll.register(self.waker.r, select.POLLIN)
@@ -228,7 +229,10 @@ class Wakeups:
             return
         self._watcher = None
         started = self._start_watch()
-        old.stop()
+        # Told to stop, not waited for (it notices within a step): it may still report
+        # meanwhile, which is harmless; close() waits for it before the waker goes.
+        old.events.stop.set()
+        self._retired = [w for w in self._retired if w.is_alive()] + [old]
         if not started:
             self.watching = self._rewatch = False
 
@@ -288,4 +292,7 @@ class Wakeups:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        for w in self._retired:  # none may ring the waker's descriptors once closed (and reused)
+            w.stop()
+        self._retired = []
         self.waker.close()
