@@ -86,6 +86,7 @@ def _trigger(root, name: str) -> None:
 
 
 @pytest.mark.subprocess
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # re's, on [[:alpha:]] below
 def test_the_reviewed_backtracking_grep_returns(root):
     """The review's repro: Python's re never returns from this pattern on this text (grep -E
     takes 7 ms). A process of its own, so that the code before the fix fails by its timeout."""
