@@ -50,3 +50,43 @@ def test_tail_f_sets_no_watch_through_a_linked_folder(root, tmp_path):
             assert os.lstat(real).st_ino in inodes, real
     finally:
         t.kill()
+
+
+def test_a_folder_made_while_the_watches_are_set_is_told(tmp_path, monkeypatch):
+    """A writer makes a folder (and a log in it) between the listing of the folders to watch
+    and the watch of their parent: no event ever comes for it. It is told as a change once the
+    watches are set, and watched from then on (before: unseen until the 30 s safety sweep)."""
+    import time
+
+    from wardrik_cli.follow import wakeup
+
+    root = tmp_path / "r"
+    root.mkdir()
+    listed = wakeup.watched_folders
+
+    def racing(where: str) -> list[str]:
+        got = listed(where)
+        if not (root / "h").exists():  # the race, made to land: after the listing, before the watch
+            (root / "h").mkdir()
+            (root / "h" / "l0.jsonl").write_bytes(b"")
+        return got
+
+    monkeypatch.setattr(wakeup, "watched_folders", racing)
+    w = wakeup.Wakeups(str(root))
+    try:
+        assert w.watching
+        seen: set[str] = set()
+        deadline = time.monotonic() + 20
+        while str(root / "h") not in seen and time.monotonic() < deadline:
+            w.wait(0.1)
+            seen |= w.take_changes()
+        assert str(root / "h") in seen  # told, and watched again meanwhile
+        with open(root / "h" / "l0.jsonl", "ab") as f:
+            f.write(b"x\n")
+        seen = set()
+        while str(root / "h" / "l0.jsonl") not in seen and time.monotonic() < deadline:
+            w.wait(0.1)
+            seen |= w.take_changes()
+        assert str(root / "h" / "l0.jsonl") in seen
+    finally:
+        w.close()

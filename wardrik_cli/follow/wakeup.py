@@ -212,6 +212,11 @@ class Wakeups:
             w.events.ready.wait(READY_CEILING_S)
             if w.failed is None and w.is_alive():
                 self._watcher, self.watching = w, True
+                # A folder made between the listing and its parent's watch was never reported,
+                # nor what was written into it: told now, as a change that sets the watches again.
+                made = set(watched_folders(self._root)) - set(folders)
+                if made:
+                    self._sink(made, True)
                 return True
             w.events.stop.set()
             if not isinstance(w.failed, FileNotFoundError) or not _real_dir(self._root):
