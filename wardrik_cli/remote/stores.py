@@ -48,7 +48,7 @@ from urllib.parse import quote, unquote, urlsplit
 import orjson
 
 from wardrik_cli.errors import BadInput, Failure
-from wardrik_cli.store.fsutil import fsync_dir, write_all
+from wardrik_cli.store.fsutil import fsync_dir, link_new
 
 META_SUFFIX = ".meta"  # a folder store's sidecar: SSSSSSSSSSSS.jsonl.meta
 # Metadata, gap records and watermarks are a few hundred bytes; one past this was written by
@@ -474,32 +474,15 @@ class FolderStore(Store):
 
 
 def _link_new(path: Path, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` only if nothing is there: a temp file beside it is
-    written and fsynced, then hard-linked to ``path`` (``link`` never replaces, so two writers
-    cannot both win and nobody ever sees half a file). False when ``path`` exists."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    """``fsutil.link_new`` (create ``path`` only if nothing is there; False when it is), with
+    the error a file:// target without hard links needs."""
     try:
-        try:
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        except OSError as e:
-            if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
-                raise OSError(e.errno, "this file system has no hard links, which file:// targets need for "
-                                       "their atomic conditional create") from None
-            raise
-        return True
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        return link_new(path, data, 0o644)
+    except OSError as e:
+        if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise OSError(e.errno, "this file system has no hard links, which file:// targets need for "
+                                   "their atomic conditional create") from None
+        raise
 
 
 def _kind(name: str, dir_fd: int) -> str:

@@ -151,6 +151,31 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def link_new(path: Path, data: bytes, mode: int) -> bool:
+    """Create ``path`` holding ``data`` only if nothing is there: a temp file beside it is
+    written and fsynced, then hard-linked to ``path`` (``link`` never replaces, so two writers
+    cannot both win and nobody ever sees half a file). False when ``path`` exists; another
+    failure of the link (a file system without hard links: EPERM, ENOTSUP) is raised."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def write_new(path: Path, data: bytes, *, durable: bool = False) -> None:
     """Create ``path`` holding ``data``, with ``O_EXCL|O_NOFOLLOW``: a file or symlink planted
     at its name is never written through (a stale one is unlinked, the link itself, and the

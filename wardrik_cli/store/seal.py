@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from wardrik_cli.store.fsutil import link_new
+
 KEY_BYTES = 32
 SEAL_KEY = b',"seal":"'
 SEAL_BYTES = len(SEAL_KEY) + 64 + 2  # ``,"seal":"<64 hex>"}``: what stands for the object's ``}`` once sealed
@@ -108,22 +110,7 @@ def _make_key(path: Path) -> None:
     if not _made_by_me(path):
         raise PermissionError(f"{path.parent} is not this user's")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".key.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            data = os.urandom(KEY_BYTES)
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another writer's came first: that one is the key
-    finally:
-        os.unlink(tmp)
+    link_new(path, os.urandom(KEY_BYTES), 0o600)  # False: another writer's came first, and is the key
 
 
 def key(create: bool = False) -> bytes | None:
