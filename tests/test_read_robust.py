@@ -185,19 +185,10 @@ def _deep_log(root, items: list[tuple[str, dict]]) -> None:
 
 
 def _marker_level(v) -> int | None:
-    """The level (the top is 1) at which TOO_DEEP stands in ``v``, or None (iteratively)."""
-    from wardrik_cli.folding.deep import TOO_DEEP
+    """The level (the top is 1) at which TOO_DEEP stands in ``v``, or None."""
+    from test_deep_values import _depth_of_marker
 
-    stack = [(v, 1)]
-    while stack:
-        x, d = stack.pop()
-        if x == TOO_DEEP:
-            return d
-        if isinstance(x, dict):
-            stack.extend((c, d + 1) for c in x.values())
-        elif isinstance(x, list):
-            stack.extend((c, d + 1) for c in x)
-    return None
+    return _depth_of_marker(v)
 
 
 def test_where_judges_a_value_too_deep_to_compare(root):
