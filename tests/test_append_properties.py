@@ -43,3 +43,24 @@ def test_contiguous_under_any_interleaving(tmp_path_factory, schedule):
     for got in results:
         for block in got:
             assert block == list(range(block[0], block[0] + len(block)))
+
+
+def test_a_batch_is_held_once_while_it_is_written(tmp_path):
+    """The lines of a batch are made into the one buffer that is written (``StoredLines``), not
+    a list of lines and then their join: what append allocates is about the output once."""
+    import tracemalloc
+
+    root = Root(tmp_path / "r")
+    items = [make_item("tool_call.started", {"tool": {"name": "t", "call": {"id": f"c{i}"}, "args": {"q": "x" * 200}}})
+             for i in range(5000)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        out = append(root, Log.agent(root, "acme/a"), items, deployment="d", sync=False)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    size = (tmp_path / "r" / "acme" / "a.jsonl").stat().st_size
+    assert len(out) == 5000 and b"".join(out) == (tmp_path / "r" / "acme" / "a.jsonl").read_bytes()
+    assert out[-1].endswith(b"\n") and orjson.loads(out[-1])["sequence"] == "000000005000"
+    assert peak < 1.6 * size, (peak, size)  # before: the lines and their join, 2x and more

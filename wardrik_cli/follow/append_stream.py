@@ -29,7 +29,7 @@ Contract kept here:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -49,7 +49,7 @@ READ_BYTES = 1 << 16
 # orjson reads an integer past 64 bits as a float, silently changing it: lines holding such a
 # digit run (rare) are parsed again by the standard library, exactly, to refuse them.
 
-OnEvent = Callable[[list[bytes]], None]
+OnEvent = Callable[[Sequence[bytes]], None]
 OnRefused = Callable[[int, str], None]
 
 

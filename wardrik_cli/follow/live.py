@@ -35,7 +35,7 @@ import stat
 import time
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 LIVE_DIR = "live"
 SOCK_SUFFIX = ".sock"
@@ -228,7 +228,7 @@ def _type_of(raw: bytes) -> str | None:
         return None
 
 
-def notify_kept(root: Any, log_id: str, lines: list[bytes]) -> None:
+def notify_kept(root: Any, log_id: str, lines: Sequence[bytes]) -> None:
     """After a kept append: ring the followers of ``log_id`` so they read it at once (they
     work out any ``activity.changed`` themselves: an appender never folds a log). Never raises."""
     try:

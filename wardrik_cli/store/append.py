@@ -32,9 +32,11 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -187,9 +189,44 @@ def _open_run(view: LogView, warn: Warn | None = None) -> str | None:
     return None
 
 
-def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sync: bool = True,
-           warn: Warn = _warn_stderr, lock_timeout: float | None = None) -> list[bytes]:
-    """Append kept (or audit) items as whole lines; returns the stored lines, durable unless sync=False."""
+class StoredLines(Sequence[bytes]):
+    """The lines one append wrote (each with its newline), held as the one buffer that was
+    written: a line is copied out only when it is asked for, so a batch of a million events is
+    in memory once, not as a list of lines and again as their join."""
+
+    __slots__ = ("_buf", "_ends")
+
+    def __init__(self, buf: bytearray, ends: array[int]):
+        self._buf, self._ends = buf, ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._ends)))]
+        n = len(self._ends)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return bytes(memoryview(self._buf)[self._ends[i - 1] if i else 0:self._ends[i]])
+
+    def whole_before(self, done: int) -> int:
+        """How many lines end at or before byte ``done`` of the buffer."""
+        return bisect_right(self._ends, done)
+
+
+def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str, sync: bool = True,
+           warn: Warn = _warn_stderr, lock_timeout: float | None = None) -> Sequence[bytes]:
+    """Append kept (or audit) items as whole lines; returns the stored lines, durable unless
+    sync=False (a ``StoredLines``)."""
     if not items:
         return []
     for it in items:
@@ -236,7 +273,7 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
                 tracker = RunTracker(_open_run(view, warn))
             clock = Clock(prev_time)
             source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
-            out: list[bytes] = []
+            buf, ends = bytearray(), array("Q")
             for i, it in enumerate(items):
                 data = dict(it.data)
                 trace, span = tracker.trace_for(it.etype, data, it.traceparent)
@@ -248,8 +285,10 @@ def append(root: Root, log: Log, items: list[AppendItem], *, deployment: str, sy
                 line = dumps_line(event)
                 if log.is_audit:
                     prev_hash = _sha256(line)
-                out.append(line)
-            _write_all(fd, out, label, sync)
+                buf += line
+                ends.append(len(buf))
+            out = StoredLines(buf, ends)
+            _write_all(fd, buf, out, label, sync)
             _save_verified(log, fd, tracker.open_trace)
             return out
         finally:
@@ -358,8 +397,7 @@ def _save_verified(log: Log, fd: int, open_trace: str | None) -> None:
         pass  # only a cache: the next append verifies the whole file instead
 
 
-def _write_all(fd: int, out: list[bytes], label: str, sync: bool) -> None:
-    buf = b"".join(out)
+def _write_all(fd: int, buf: bytearray, out: StoredLines, label: str, sync: bool) -> None:
     view = memoryview(buf)
     done = 0
     try:
@@ -369,12 +407,7 @@ def _write_all(fd: int, out: list[bytes], label: str, sync: bool) -> None:
                 raise OSError(28, "No space left on device")
             done += n
     except OSError as e:
-        whole, acc = 0, 0
-        for line in out:
-            if acc + len(line) > done:
-                break
-            acc += len(line)
-            whole += 1
+        whole = out.whole_before(done)
         sync_note = ""
         try:
             os.fsync(fd)
