@@ -699,6 +699,14 @@ def test_a_line_repeated_or_out_of_order_is_passed_over_with_a_warning(root, cmd
     assert not any("acme/fine" in w for w in warning_lines(p)), p.stderr
 
 
+def test_fold_passes_over_a_repeated_line_with_a_warning(root):
+    _repeat_log(root, "acme/rep", [1, 2, 2, 3, 4, 5, 6])
+    p = run_cli("fold", "acme/rep", "--format", "json", root=root)
+    assert p.returncode == 0 and orjson.loads(p.stdout)["through"] == 6, p.stderr
+    ws = warning_lines(p)
+    assert len(ws) == 1 and "acme/rep" in ws[0] and "out of order" in ws[0], p.stderr
+
+
 def test_gap_across_several_logs_names_the_right_log(root):
     _gap_log(root, "acme/fine", [])
     _gap_log(root, "acme/holed", [2])

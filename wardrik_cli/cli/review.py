@@ -164,7 +164,7 @@ def fold(
         select = filters.accepts if run is not None else None
     v = load(view)  # --at < 0 is refused by the fold itself
     res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt),
-                      since=lo, select=select)
+                      since=lo, select=select, warn=inv.warn)
 
     def pretty() -> None:
         from wardrik_cli.cli.render.fold import print_fold

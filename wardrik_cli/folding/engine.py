@@ -50,7 +50,8 @@ from wardrik_cli.errors import BadInput, CorruptLedger, NoSuchLog
 from wardrik_cli.protocol.names import LOG_SUFFIX, validate_log_id
 from wardrik_cli.store.layout import Root, log_id_from_path
 from wardrik_cli.store.log import Log, LogView, Watermark, decode_event, head_envelope
-from wardrik_cli.read.scan import Line, scan
+from wardrik_cli.read.reader import repeat_reporter
+from wardrik_cli.read.scan import Line, OnRepeat, scan
 from wardrik_cli.folding.views import ViewFailed, load as load_view, name_of, types_of, version_of
 
 OnCorrupt = Callable[[CorruptLedger], None] | None
@@ -126,12 +127,13 @@ def decode_seed(raw: bytes) -> dict[str, Any] | None:
 
 def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_corrupt: OnCorrupt = None,
                 use_checkpoints: bool = True, save_checkpoints: bool = True, since: str | None = None,
-                select: Select = None) -> FoldResult:
+                select: Select = None, warn: Callable[[str], None] | None = None) -> FoldResult:
     """Fold ``tgt`` with ``view`` (through ``at`` when given).
 
     ``since`` (a stored time, fixed-width RFC 3339 UTC such as ``2026-10-22T09:00:00.000000Z``)
     folds only the events at or after it, read from where the log reaches it; ``select``
-    (``event -> bool``) folds only the events it accepts. With either, no checkpoint is read
+    (``event -> bool``) folds only the events it accepts. A line repeated or out of order in
+    sequence is passed over, and ``warn`` told (``read.reader.repeat_reporter``). With either, no checkpoint is read
     or saved, and ``through`` is still the last sequence of the log the fold covers. On seed
     000's lines (which have no time) ``select`` applies and ``since`` is refused (``BadInput``).
     """
@@ -171,7 +173,8 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
             bound = lv.offset_after_seq(at)
             if bound > start:
                 end = bound
-        scan = Scan(tgt, lv, view, vname, on_corrupt, keep=_keep(since, select) if selected else None)
+        scan = Scan(tgt, lv, view, vname, on_corrupt, keep=_keep(since, select) if selected else None,
+                    on_repeat=repeat_reporter(tgt.label, warn))
         state, through = scan.run(state, through, start, end, at)
         res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
                          events_read=scan.events)
@@ -355,8 +358,9 @@ class Scan:
     """The hot loop: decode only what the view reads, apply it, remember where it ended."""
 
     def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt,
-                 keep: Callable[[dict[str, Any]], bool] | None = None):
+                 keep: Callable[[dict[str, Any]], bool] | None = None, on_repeat: OnRepeat | None = None):
         self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
+        self.on_repeat = on_repeat
         self.keep = keep  # a selection: only the events it accepts are applied
         self.skipped = 0
         self.events = 0
@@ -371,7 +375,7 @@ class Scan:
         apply = view.apply if self.keep is None else _only(view.apply, self.keep)
         last: Line | None = None
         n = 0
-        for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode):
+        for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode, on_repeat=self.on_repeat):
             event = line.event
             if event is not None and (types is None or event["type"] in types):
                 try:
