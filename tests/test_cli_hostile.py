@@ -112,6 +112,13 @@ def test_files_outside_the_root_still_work(two_logs, tmp_path):
     p = run_cli("page", "acme/a", "--cursor-file", str(cur), root=two_logs)
     assert p.returncode == 0 and len(p.stdout.splitlines()) == 3
     assert cur.read_text().strip() == "eyJhY21lL2EiOjN9"
+    for name in ("acme/a.jsonl.cursor", "state.jsonl.pos"):  # inside the root, but no log's nor kept beside one
+        p = run_cli("page", "acme/a", "--cursor-file", str(two_logs / name), root=two_logs)
+        assert p.returncode == 0 and (two_logs / name).read_text().strip() == "eyJhY21lL2EiOjN9", (name, p.stderr)
+    torn = two_logs / "acme" / "a.jsonl.torn-5-1"
+    torn.write_bytes(b'{"half')
+    p = run_cli("page", "acme/a", "--cursor-file", str(torn), root=two_logs)
+    assert p.returncode == 2 and torn.read_bytes() == b'{"half'
     spans = tmp_path / "spans.jsonl"  # named like a log, but outside the root
     p = run_cli("export", "otlp", "acme/b", "-o", str(spans), "--cursor-file", str(tmp_path / "o.cursor"),
                 root=two_logs)

@@ -151,3 +151,12 @@ def test_without_a_usable_key_no_cache_is_believed_or_written(root, tmp_path, wh
     assert jsonl(p.stdout)[0]["sequence"] == "000000000003"
     assert not (root / ".wardrik" / "checkpoints").exists() and not (root / ".wardrik" / "verified").exists()
     assert state(root, env)["status"] == "completed"
+
+
+def test_no_home_is_made_to_hold_the_key(root, tmp_path):
+    """A HOME naming no folder makes nothing (as root, HOME=/nonexistent made /nonexistent):
+    the key's folders are made only below a home that exists; without a key no cache is kept."""
+    ghost = {"XDG_STATE_HOME": "", "HOME": str(tmp_path / "ghost" / "home")}
+    cli(root, "append", "acme/a", "trigger.fired", "-d", '{"trigger":{"name":"x"}}', env=ghost)
+    assert state(root, ghost)["status"] == "empty"
+    assert not (tmp_path / "ghost").exists()

@@ -94,7 +94,8 @@ def _protected(rel: tuple[str, ...]) -> str | None:
     name = rel[-1] if rel else ""
     if name.endswith(".jsonl"):
         return "is a log of the root (a *.jsonl file under it)"
-    if ".jsonl." in name:
+    # what the tool keeps beside a log: a torn tail's or damaged lines' bytes, a sweep's new file
+    if ".jsonl.torn-" in name or ".jsonl.damaged-" in name or name.endswith(".jsonl.compact.tmp"):
         return "is a file kept beside a log of the root"
     return None
 

@@ -106,7 +106,12 @@ def _made_by_me(path: Path) -> bool:
 
 
 def _make_key(path: Path) -> None:
-    """Make the key at ``path`` unless one is there (see the module's docstring)."""
+    """Make the key at ``path`` unless one is there (see the module's docstring). Below a
+    home, folders are made only when the home exists: a HOME naming no folder
+    (``/nonexistent``, as root) makes nothing, and no cache is kept. (``$XDG_STATE_HOME`` is
+    made when missing, as the XDG rules say.)"""
+    if path.parts[-4:-1] == (".local", "state", "wardrik") and not path.parents[3].is_dir():
+        raise FileNotFoundError(f"{path.parents[3]} does not exist")
     if not _made_by_me(path):
         raise PermissionError(f"{path.parent} is not this user's")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
