@@ -119,3 +119,24 @@ def test_activity_watch_updates_on_start_and_end_and_quits_on_ctrl_c(term, sampl
     term.keys("C-c")
     s = term.wait_for(r"rc=\d+")
     assert "rc=0" in s and "Traceback" not in s and "KeyboardInterrupt" not in s
+
+
+def test_an_exec_hook_may_read_the_terminal_and_ctrl_c_ends_both(term, tmp_path):
+    """A hook runs in a group of its own (so a stopped tail leaves none running), made the
+    terminal's foreground while it runs, as a shell does for a job: it can prompt (before: its
+    read of /dev/tty failed at once), and Ctrl-C ends it and the tail (exit 0 with -f)."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", root=root, check=True)
+    out = tmp_path / "got"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"printf 'ok? '; read x </dev/tty; echo \"[$x]\" >> {out}; sleep 60\n")
+    term.send(f"{WARDRIK} --root {root} tail a -f -n 1 --exec 'sh {hook}'; echo rc=$?")
+    term.wait_for(r"^ok\?")
+    term.send("yes")
+    deadline = time.monotonic() + 30
+    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text() == "[yes]\n"
+    term.keys("C-c")  # the hook, in its sleep, has the terminal: Ctrl-C goes to it, and the tail stops
+    s = term.wait_for(r"rc=\d+")
+    assert "rc=0" in s and "Traceback" not in s

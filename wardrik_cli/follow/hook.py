@@ -13,6 +13,10 @@ Contract kept here:
   a success: its event is handed over again (at least once).
 - ``guard`` (e.g. the CLI's signal hold) is held while the hook is started, so a stop never
   lands between the start and the moment the group is known.
+- Run by hand in a terminal (the follower's group is its foreground), the hook's group is
+  made the terminal's foreground while it runs, as a shell does for a job: a hook may read the
+  terminal (a prompt, a pager), and Ctrl-C goes to the hook; a hook ended by it (SIGINT,
+  SIGQUIT, exit 130) stops the follower as Ctrl-C does. The terminal is taken back after.
 - What a hook that exited by itself left behind (``cmd &``) is left alone; so is a process
   that moved itself out of the group (``setsid``).
 """
@@ -42,19 +46,30 @@ class Hook:
     def run(self, data: bytes, env: Mapping[str, str],
             guard: Callable[[], AbstractContextManager[Any]] | None = None) -> int:
         proc: subprocess.Popen[bytes] | None = None
+        tty = _our_terminal()  # a terminal whose foreground we are: the hook gets it while it runs
         try:
             with guard() if guard is not None else contextlib.nullcontext():
                 proc = subprocess.Popen(self.cmd, shell=True, stdin=subprocess.PIPE, env=dict(env),
                                         process_group=0)
+                if tty is not None:
+                    _give_terminal(tty, proc.pid)
             # Popen waits up to 0.25 s after a KeyboardInterrupt for a child that got the same
             # Ctrl-C from the terminal; ours, in its own group, did not: _end tells it instead.
             proc._sigint_wait_secs = 0  # type: ignore[attr-defined]
             proc.communicate(data)
-            return proc.returncode
+            rc = proc.returncode
         except BaseException:
             if proc is not None:
                 self._end(proc)
             raise
+        finally:
+            if tty is not None:
+                _take_terminal_back(tty)
+        if tty is not None and rc in (-signal.SIGINT, -signal.SIGQUIT, 128 + signal.SIGINT):
+            # Ctrl-C at the terminal went to the hook, which had the terminal: the follower
+            # stops as a shell does when its foreground job dies of it
+            raise KeyboardInterrupt
+        return rc
 
     def _end(self, proc: subprocess.Popen[bytes]) -> None:
         """Signal the hook's group to stop, then kill what is left after the grace; reap it."""
@@ -76,6 +91,44 @@ class Hook:
                 return
             except KeyboardInterrupt:
                 hurry = True
+
+
+def _our_terminal() -> int | None:
+    """An open descriptor of the controlling terminal when this process's group is its
+    foreground (a tail run by hand); else None (no terminal, or run in the background)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.tcgetpgrp(fd) == os.getpgrp():
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _give_terminal(tty: int, pgid: int) -> None:
+    """Make the hook's group the terminal's foreground, as a shell does for a job: it may read
+    the terminal (a prompt, a pager), and Ctrl-C goes to it."""
+    with contextlib.suppress(OSError):
+        os.setpgid(pgid, pgid)  # done by the child too; whichever comes first (as shells do)
+    with contextlib.suppress(OSError):
+        os.tcsetpgrp(tty, pgid)
+
+
+def _take_terminal_back(tty: int) -> None:
+    """The follower's group is the terminal's foreground again (SIGTTOU held off meanwhile: a
+    background group that sets the foreground is otherwise stopped)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        os.tcsetpgrp(tty, os.getpgrp())
+    except OSError:
+        pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        os.close(tty)
 
 
 def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
