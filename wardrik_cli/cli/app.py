@@ -419,28 +419,15 @@ def _help_console() -> None:
     the first help (importing Rich costs start-up time); outside a run it is Typer's own."""
     from typer import rich_utils
 
-    from wardrik_cli.cli.render.console import clamped
+    from wardrik_cli.cli.render.console import bounded_console
 
     base = rich_utils.Console
     if getattr(base, "wardrik_invocation", False):
         return
 
-    class _InvocationConsole(base):  # type: ignore[misc, valid-type]
+    # a reader gone (`wardrik --help | head -c1`) and a huge COLUMNS, as for every console
+    class _InvocationConsole(bounded_console(base)):  # type: ignore[misc]
         wardrik_invocation = True
-
-        def on_broken_pipe(self) -> None:
-            # Rich's own exits 1 (SystemExit): a reader gone (`wardrik --help | head -c1`) is a
-            # normal end for wardrik, which ``_run`` gives for BrokenPipeError.
-            raise BrokenPipeError
-
-        # COLUMNS=1000000000 must not lay help out a gigabyte wide (``render.console.MAX_WIDTH``).
-        @property
-        def size(self) -> Any:
-            return clamped(base.size.fget(self))  # type: ignore[attr-defined]
-
-        @size.setter
-        def size(self, new_size: Any) -> None:
-            base.size.fset(self, new_size)  # type: ignore[attr-defined]
 
         def __init__(self, *args: Any, **kw: Any) -> None:
             try:

@@ -74,6 +74,28 @@ def clamped(size: Any) -> Any:
 _CONSOLE_CLASS: Any = None
 
 
+def bounded_console(base: Any) -> Any:
+    """``base`` (a Rich Console class) as wardrik's consoles and Typer's help console both use
+    it: a closed pipe raises BrokenPipeError (Rich would exit 1; for wardrik a reader going
+    away is a normal end, see ``cli.app``), and the size, read on every use as Rich's is (a
+    resized terminal is followed), is bounded (``clamped``): COLUMNS=1000000000 must not lay
+    output out a gigabyte wide."""
+
+    class _Bounded(base):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+        @property
+        def size(self) -> Any:
+            return clamped(base.size.fget(self))
+
+        @size.setter
+        def size(self, new_size: Any) -> None:
+            base.size.fset(self, new_size)
+
+    return _Bounded
+
+
 def _console_class() -> Any:
     """Rich's Console, except that a closed pipe raises BrokenPipeError (Rich would exit 1;
     for wardrik a reader going away is a normal end, see ``cli.app``)."""
@@ -90,19 +112,7 @@ def _console_class() -> Any:
         # and doing it where the Text is made means its width is measured as it is shown.
         rich.text.strip_control_codes = lambda text, *_: safe(text)  # type: ignore[attr-defined]
 
-        class _Console(Console):
-            def on_broken_pipe(self) -> None:
-                raise BrokenPipeError
-
-            # Read on every use, as Rich's is (a resized terminal is followed), then bounded.
-            @property
-            def size(self) -> Any:
-                return clamped(Console.size.fget(self))  # type: ignore[attr-defined]
-
-            @size.setter
-            def size(self, new_size: tuple[int, int]) -> None:
-                Console.size.fset(self, new_size)  # type: ignore[attr-defined]
-
+        class _Console(bounded_console(Console)):  # type: ignore[misc]
             def _render_buffer(self, buffer: Any) -> str:
                 # The one place every printed string passes: controls in it are made
                 # visible (cli.safe_text), and no hyperlink is ever emitted (wardrik makes
