@@ -116,6 +116,9 @@ def _give_terminal(tty: int, pgid: int) -> None:
         os.setpgid(pgid, pgid)  # done by the child too; whichever comes first (as shells do)
     with contextlib.suppress(OSError):
         os.tcsetpgrp(tty, pgid)
+        # A hook that read the terminal before it was given it was stopped (SIGTTIN): it goes on
+        # now and reads again (a shell's child takes the terminal itself, before it runs).
+        os.killpg(pgid, signal.SIGCONT)
 
 
 def _take_terminal_back(tty: int) -> None:
