@@ -65,3 +65,16 @@ def test_the_pretty_summary_names_the_log_once_or_counts_each():
     many = {"type": "wardrik.ledger.compacted",
             "data": {"logs": {"a/1": 1, "a/2": 2, "a/3": 3, "a/4": 4}, "actor": "cron@h"}}
     assert summary(many) == "dropped 10 from a/1 1, a/2 2, a/3 3 +1 logs · by cron@h"
+
+
+def test_types_lists_every_field_a_sweep_records(root):
+    """`wardrik types` is the protocol: each data field compact writes into ledger.compacted
+    (besides the actor fields every audit event has) is listed as required or optional."""
+    write_log(root / "acme" / "a.jsonl", 4, start=START - timedelta(days=400), log_id="acme/a")
+    assert run_cli("compact", "-q", "--max-bytes", "1G", root=root).returncode == 0
+    (ev,) = audit_sweeps(root)
+    p = run_cli("types", "-F", "json", root=root)
+    (entry,) = [t for t in orjson.loads(p.stdout) if t["type"] == ev["type"]]
+    listed = {f.removeprefix("data.") for f in entry["required"] + entry["optional"]}
+    assert set(ev["data"]) - {"actor", "assumed_by"} <= listed, (sorted(ev["data"]), sorted(listed))
+    assert {"recovered", "started"} <= listed  # what a recovered sweep's record adds

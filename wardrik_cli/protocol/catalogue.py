@@ -65,8 +65,9 @@ _CATALOGUE = [
     EventType("agent.forgotten", AUDIT, ("agent.id",), (), "an agent was forgotten"),
     EventType("trigger.created", AUDIT, ("trigger.name",), (), "a trigger was created"),
     EventType("trigger.deleted", AUDIT, ("trigger.name",), (), "a trigger was deleted"),
-    EventType("ledger.compacted", AUDIT, ("logs",), ("retention", "max_bytes"),
-              "a retention sweep dropped events (logs: {log: dropped}); recorded by compact"),
+    EventType("ledger.compacted", AUDIT, ("logs",), ("retention", "max_bytes", "sweep", "started", "recovered"),
+              "a retention sweep dropped events (logs: {log: dropped}); recorded by compact (sweep: its id; "
+              "recovered: true when recorded by a later compact, started: when the interrupted sweep began)"),
     EventType("events.dropped", READER, ("log", "count"), (),
               "made for a reader: events it missed because retention dropped them"),
 ]
