@@ -365,13 +365,27 @@ class Follower:
                 ends[log.name] = (view.last_seq(), last[1].get("id") if last else None)
                 view.first()  # what a dropped notice needs, known before the file is closed
                 if many:
+                    view.slim()
                     view.release()
-            # a recorded gap is an events.dropped among the events shown (below), not a warning
-            reporters = {log.name: gap_reporter(log, self.warn, [], since=self.filters.since) for log in logs}
-            repeats = {log.name: repeat_reporter(log.name, self.warn) for log in logs}
-            back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt,
-                            on_gap=lambda name, a, b: _tell(reporters[name], a, b),
-                            on_repeat=lambda name, off, q, after: _tell_repeat(repeats[name], off, q, after))
+            # A recorded gap is an events.dropped among the events shown (below), not a warning.
+            # Reporters are made for the logs that need one: over thousands of logs, a pair of
+            # closures each would outweigh the read.
+            by_log = {log.name: log for log in logs}
+            reporters: dict[str, OnGap | None] = {}
+            repeats: dict[str, OnRepeat | None] = {}
+
+            def on_gap(name: str, a: int, b: int) -> None:
+                if name not in reporters:
+                    reporters[name] = gap_reporter(by_log[name], self.warn, [], since=self.filters.since)
+                _tell(reporters[name], a, b)
+
+            def on_repeat(name: str, off: int, q: int, after: int) -> None:
+                if name not in repeats:
+                    repeats[name] = repeat_reporter(name, self.warn)
+                _tell_repeat(repeats[name], off, q, after)
+
+            back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt, on_gap=on_gap,
+                            on_repeat=on_repeat)
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             recorded = self._recorded_between(chosen, by_name)

@@ -4,9 +4,11 @@ Contract kept here:
 - The logs are read backwards side by side, newest line first across them (a merge by
   (time, log id, sequence), descending), until n lines have matched or every log has been
   read back. So a read-back costs about the n events it shows (plus one look per log) when
-  most lines match, and memory is n raw lines plus one small block per log, whatever the
-  number of logs (blocks share the reader's ``READ_BUDGET``; over ``KEEP_OPEN`` logs a file is open only
-  while a block is read).
+  most lines match, and memory is n raw lines plus one small block per log (blocks share the
+  reader's ``READ_BUDGET``; over ``KEEP_OPEN`` logs a file is open only while a block is read).
+  Past the logs whose smallest blocks would overrun that budget, a log holds only the line it
+  has waiting in the merge (``_Back.park``): what is left of its block is read again when its
+  turn comes.
 - A line in this tool's shape is judged on its bytes first (``store.log.peek`` and the
   filters' ``LineTest``); only lines that may match are decoded (which also validates them: a
   corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
@@ -27,7 +29,7 @@ from typing import Any
 
 from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
-from wardrik_cli.read.reader import KEEP_OPEN, block_size
+from wardrik_cli.read.reader import KEEP_OPEN, MIN_BLOCK, READ_BUDGET, block_size
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import LogView, peek
 
@@ -51,6 +53,14 @@ class _Back:
         self.last_seq: int | None = None  # the sequence read back last (the next must be one less)
         self.done = view.ino is None or view.end == 0  # no file (a released view still has its ino)
         self.long: tuple[int, bytes] | None = None  # a line longer than LONG, read whole, to give next
+
+    def park(self) -> None:
+        """Let go of the rest of the block held: it is read again if this log's turn comes.
+        Over so many logs that a block each would pass the shared budget, what is held per
+        log is the one line waiting in the merge, not a block."""
+        if self.j >= 0:
+            self.pos += self.j + 1  # a line start: the next line read back ends just before it
+            self.buf, self.j = b"", -1
 
     def next(self) -> tuple[int, bytes] | None:
         while not self.done:
@@ -133,6 +143,7 @@ class ReadBack:
         if n <= 0 or not views:
             return []
         many = len(views) > KEEP_OPEN
+        crowded = len(views) * MIN_BLOCK > READ_BUDGET  # a block each would pass the budget: park
         block = min(MAX_BLOCK, block_size(len(views)))
         backs = [_Back(v, block, many) for v in views]
         since = self.filters.since
@@ -170,6 +181,8 @@ class ReadBack:
                 if since is not None and t < since:
                     return  # older than the window: so is the rest of this log
                 heapq.heappush(heap, _Newest((t, back.view.log.name, seq), idx, off, raw, peeked))
+                if crowded:
+                    back.park()
                 return
 
         for i in range(len(backs)):

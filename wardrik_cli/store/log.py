@@ -372,11 +372,16 @@ class Log:
         return wm, None
 
 
-_SLIM_KEYS = ("sequence", "time", "source", "id")  # what readers use of a first or last event
+_SLIM_FIRST = ("sequence", "time", "source")  # what readers use of a log's first event
+_SLIM_LAST = ("sequence",)  # and of its last
 
 
 class LogView:
     """An open, read-only snapshot of one log file (its complete lines at open time)."""
+
+    # slots: a reader over tens of thousands of logs holds one view each
+    __slots__ = ("log", "fd", "ino", "size", "end", "mtime_ns", "lenient", "ends_from_bytes", "sorted_by_time",
+                 "first_was_damaged", "_first", "_last")
 
     def __init__(self, log: Log, fd: int | None):
         self.log = log
@@ -401,13 +406,14 @@ class LogView:
             self.fd = None
 
     def slim(self) -> None:
-        """Keep only what readers use of the first and last events known (sequence, time,
-        source, id): a reader over thousands of logs holds that of each, not every first
-        event whole."""
-        for name in ("_first", "_last"):
+        """Keep only what readers use of the first and last events known (of the first, its
+        sequence, time and source; of the last, its sequence): a reader over thousands of logs
+        holds that of each, not the events whole. Call it once what else is wanted (the last
+        event's id, say) has been taken."""
+        for name, keys in (("_first", _SLIM_FIRST), ("_last", _SLIM_LAST)):
             got = getattr(self, name)
-            if got is not None and len(got[1]) > len(_SLIM_KEYS):
-                setattr(self, name, (got[0], {k: got[1][k] for k in _SLIM_KEYS if k in got[1]}))
+            if got is not None and len(got[1]) > len(keys):
+                setattr(self, name, (got[0], {k: got[1][k] for k in keys if k in got[1]}))
 
     def release(self) -> None:
         """Close the file but keep what is known of it (``reacquire`` opens it again): a reader
