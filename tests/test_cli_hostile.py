@@ -373,3 +373,23 @@ def test_a_cost_sum_that_overflows_is_blank_with_a_warning_in_every_format(tmp_p
     assert orjson.loads(p.stdout)["state"]["cost_usd"] is None
     p = run_cli("fold", "a", "--view", "usage", "-o", "pretty", root=root)
     assert b"inf" not in p.stdout
+
+
+@pytest.mark.parametrize("damage", ["corrupt line", "13-digit sequence"])
+def test_a_refused_append_leaves_the_torn_tail(tmp_path, damage):
+    """A log with a damaged line and then a torn tail: the append is refused and writes
+    nothing (before, the torn tail was cut and kept aside, then the append refused)."""
+    root = tmp_path / "root"
+    assert run_cli("append", "a", "run.started", root=root).returncode == 0
+    log = root / "a.jsonl"
+    if damage == "corrupt line":
+        with open(log, "ab") as f:
+            f.write(b"not json\n")
+    else:  # the next sequence would pass the 12-digit maximum
+        log.write_bytes(log.read_bytes().replace(b'"sequence":"000000000001"', b'"sequence":"999999999999"'))
+    with open(log, "ab") as f:
+        f.write(b'{"partial')
+    before = {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
+    p = run_cli("append", "a", "run.completed", root=root)
+    assert p.returncode in (1, 2) and p.stderr.startswith(b"error:") and b"torn" not in p.stderr, p.stderr
+    assert {q.name: q.read_bytes() for q in root.iterdir() if q.is_file()} == before

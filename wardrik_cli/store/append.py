@@ -4,11 +4,13 @@ Contract kept here, in order, for every append (one event or a whole batch):
 1. Validate everything first (types, data, traceparents); a refused append touches nothing.
 2. Take the log's lock (``locking``), then open the log by path (compaction may have
    replaced it; under the lock the path is current).
-3. A torn tail (bytes after the last newline) is copied to ``<log>.jsonl.torn-<offset>-<ns>``
+3. Every complete line must be an event (the verified note spares re-reading what an
+   earlier append checked); if one does not parse the log is corrupt and nothing is written
+   after it.
+4. A torn tail (bytes after the last newline) is copied to ``<log>.jsonl.torn-<offset>-<ns>``
    beside the log and fsynced, then cut off, with a warning: nothing is thrown away unseen.
-   If its bytes cannot be kept, the append fails and nothing is cut.
-4. The last complete line must be an event; if it does not parse the log is corrupt and
-   nothing is written after it.
+   It is cut only once the append is sure to go ahead (after steps 3 and 5 are checked), so
+   a refused append leaves it. If its bytes cannot be kept, the append fails and nothing is cut.
 5. Sequences continue from the last event (or the compaction watermark of an emptied
    log: ``store.log`` says which record applies; a damaged one refuses the append, since
    starting again at 1 would reuse sequences); times never go back; a run's events join its
@@ -247,8 +249,7 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
         try:
             if created and sync:
                 fsync_dir(log.path.parent)
-            view = LogView(log, fd)
-            cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
+            view = LogView(log, fd)  # its lines end before a torn tail, which is cut only once all is checked
             note = _verify_lines(log, view)
             last = view.last()
             if last is not None:
@@ -288,6 +289,9 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
                 buf += line
                 ends.append(len(buf))
             out = StoredLines(buf, ends)
+            # Last before the write: a refused append (a corrupt line, a damaged record, a
+            # sequence at its maximum) leaves the torn tail where it is; it writes nothing.
+            cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
             _write_all(fd, buf, out, label, sync)
             _save_verified(log, fd, tracker.open_trace)
             return out
