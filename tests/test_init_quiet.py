@@ -84,6 +84,21 @@ def test_compact_and_audit_record_refuse_a_folder_that_is_not_a_root(tmp_path):
     assert run_cli("--root", str(home), "append", "acme/a", "run.started").returncode == 0
 
 
+def test_readers_never_make_a_plain_folder_a_root(tmp_path):
+    """An evidence copy without .wardrik/: fold, activity and stats read it and save no
+    checkpoint (before, they made .wardrik/checkpoints/, and the next compact swept the copy)."""
+    ev = tmp_path / "evidence"
+    write_log(ev / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
+    before = (ev / "acme" / "a.jsonl").read_bytes()
+    for args in (["fold", "acme/a"], ["fold", "acme/a", "--view", "activity"], ["activity", "acme/*"],
+                 ["stats", "--by", "agent"], ["page", "acme/*"], ["check"]):
+        p = run_cli("--root", str(ev), *args)
+        assert p.returncode == 0, (args, p.stderr)
+    assert sorted(x.name for x in ev.iterdir()) == ["acme"]
+    p = run_cli("--root", str(ev), "compact", "-q")
+    assert p.returncode == 2 and (ev / "acme" / "a.jsonl").read_bytes() == before
+
+
 def test_first_append_still_makes_a_root(tmp_path):
     r = tmp_path / "fresh"
     assert run_cli("append", "acme/a", "run.started", root=r).returncode == 0

@@ -1022,6 +1022,10 @@ BAD = [
     ("where-no-op", ["--where", "data.x"], ["--where"], ["--where", "data.x != 3"]),
     ("where-bad-op", ["--where", "data.x ?? 3"], ["--where"], ["--where", "data.x = 3"]),
     ("where-not-a-number", ["--where", "data.n < abc"], ["--where"], ["--where", "data.n < 3"]),
+    ("where-bad-time", ["--where", "time > bogus"], ["--where"], ["--where", "time > 2026-01-01"]),
+    # bytes that are not UTF-8 (argv decodes them to lone surrogates): before, an internal error, exit 1
+    ("grep-not-utf8", ["--grep", "a\udcff"], ["--grep"], ["--grep", "a\u00ff"]),
+    ("where-not-utf8", ["--where", "data.x ~ \udcff"], ["--where"], ["--where", "data.x ~ \u00ff"]),
     ("since-typo", ["--since", "tomorow"], ["--since"], ["--since", "yesterday"]),
     ("run-not-hex", ["--run", "xyz1"], ["--run"], ["--run", "abc1"]),
     ("run-too-short", ["--run", "abc"], ["--run"], ["--run", "abcd"]),

@@ -183,5 +183,23 @@ def build_filters(*, types: list[str] | None = None, exclude: list[str] | None =
     lo, hi = parse_window(since, until, tz=tz)
     if ignore_case and grep is None:
         raise BadInput("--ignore-case goes with --grep REGEX")
+    for option, values in (("--grep", [grep] if grep is not None else []), ("--where", where or [])):
+        for v in values:
+            if not _is_text(v):
+                raise BadInput(f"bad {option}: {_shown(v)} is not valid UTF-8 text (a pattern matches decoded text)")
     return Filters.build(parse_types(types), lo, hi, run, exclude=parse_types(exclude, "--exclude-types"),
                          grep=grep, ignore_case=ignore_case, where=where or ())
+
+
+def _is_text(value: str) -> bool:
+    """Was this argument valid UTF-8? (Bytes that were not arrive as lone surrogates.)"""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(value: str) -> str:
+    """An argument that may hold undecodable bytes, as one printable line."""
+    return repr(value.encode("utf-8", "surrogateescape"))[1:]  # as a bytes literal: b'\xff' less its b

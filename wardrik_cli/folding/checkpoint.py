@@ -85,8 +85,11 @@ def _writable_dir(p: Path) -> bool:
 
 
 def root_writable(log: Log) -> bool:
+    """May a reader save a checkpoint here? Only in a writable root made by ``init`` or an
+    append (it has ``.wardrik/``): a plain folder of logs (an evidence copy) is read, never
+    made a root, which ``compact`` would then sweep."""
     root = log.root
-    if not root.path.is_dir() or not _writable_dir(root.path):
+    if not root.path.is_dir() or not _writable_dir(root.path) or not root.tool_dir.is_dir():
         return False
     for d in (root.tool_dir / "checkpoints", root.tool_dir):
         if d.exists():

@@ -199,6 +199,7 @@ class Follower:
         self._sub: Any = None
         self._lost_reported = 0
         self._root_abs = os.path.abspath(os.fspath(root.path))
+        self._tool_abs = os.path.join(self._root_abs, os.path.basename(os.fspath(root.tool_dir)))
         self._ruled_out: set[str] = set()
         self._by_path: dict[str, _LogState] = {}  # absolute path -> state, for the watcher's changes
         self._recent: dict[str, float] = {}  # path -> until when it is read at every wake-up
@@ -247,12 +248,16 @@ class Follower:
             self._sub = None
 
     def _registrable(self) -> bool:
-        """Only a writable root gets a registration; a read-only one is left untouched."""
+        """Only a writable root made by ``init`` or an append (it has ``.wardrik/``) gets a
+        registration: a read-only one is left untouched, and a plain folder of logs (an
+        evidence copy) must not become a root that ``compact`` would then sweep. Until an
+        appender makes ``.wardrik/``, there is no one to send live events anyway; the follow
+        loop registers once it appears."""
         path = os.fspath(self.root.path)
         tool = os.fspath(self.root.tool_dir)
         from wardrik_cli.store.fsutil import writable_dir
 
-        return writable_dir(path) and (not os.path.isdir(tool) or writable_dir(tool))
+        return os.path.isdir(tool) and writable_dir(path) and writable_dir(tool)
 
     def close(self) -> None:
         self._stopped = True
@@ -384,8 +389,13 @@ class Follower:
                     repeats[name] = repeat_reporter(name, self.warn)
                 _tell_repeat(repeats[name], off, q, after)
 
+            def on_unsorted(name: str) -> None:
+                if self.warn is not None:
+                    self.warn(f"{name}: its times are not in order, so --since read it back to its start "
+                              "(see `wardrik check`)")
+
             back = ReadBack(views, self.n, self.filters, on_corrupt=self.on_corrupt, on_gap=on_gap,
-                            on_repeat=on_repeat)
+                            on_repeat=on_repeat, on_unsorted=on_unsorted)
             chosen = back.run()
             by_name = {v.log.name: v for v in views}
             recorded = self._recorded_between(chosen, by_name)
@@ -455,6 +465,8 @@ class Follower:
                     self._unregister_live()
                     self._lost_reported = 0
                     self._register_live()
+            elif self.live_patterns and self._sub is None and os.path.isdir(self._tool_abs):
+                self._register_live()  # the first append made the root's .wardrik/: register now
             # live events and doorbells, in the order they were sent
             if self._receiver is not None:
                 while not self._stopped:

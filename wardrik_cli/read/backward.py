@@ -12,8 +12,10 @@ Contract kept here:
 - A line in this tool's shape is judged on its bytes first (``store.log.peek`` and the
   filters' ``LineTest``); only lines that may match are decoded (which also validates them: a
   corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
-- With ``since``, a log is read back no further than its first line older than it (logs this
-  tool wrote are sorted by time).
+- With ``since``, a log is read back no further than where its seek by time puts the window's
+  start (``LogView.offset_at_time``: bisection, checked); a log whose times that check finds
+  out of order is read back to its start, its lines older than ``since`` passed over, and
+  ``on_unsorted(log)`` is told.
 - A sequence gap between lines read back goes to ``on_gap(log, before, after)``; a line
   whose sequence is not below the one read back before it (repeated or out of order) is passed
   over and goes to ``on_repeat(log, offset, seq, after)``.
@@ -133,9 +135,10 @@ class ReadBack:
     def __init__(self, views: list[LogView], n: int, filters: Filters, *,
                  on_corrupt: Callable[[CorruptLedger], None] | None = None,
                  on_gap: Callable[[str, int, int], None] | None = None,
-                 on_repeat: Callable[[str, int, int, int], None] | None = None):
+                 on_repeat: Callable[[str, int, int, int], None] | None = None,
+                 on_unsorted: Callable[[str], None] | None = None):
         self.views, self.n, self.filters, self.on_corrupt, self.on_gap = views, n, filters, on_corrupt, on_gap
-        self.on_repeat = on_repeat
+        self.on_repeat, self.on_unsorted = on_repeat, on_unsorted
         self.exhausted: set[str] = set()
 
     def run(self) -> list[tuple[str, int, bytes, dict[str, Any]]]:
@@ -151,6 +154,20 @@ class ReadBack:
         accepts = self.filters.accepts
         plain = self.filters.only_times
         heap: list[_Newest] = []
+        starts: dict[int, int] = {}  # per log met older than since: where its window starts
+
+        def window_start(back: _Back) -> int:
+            view = back.view
+            view.reacquire()
+            if view.fd is None or view.ino != back.ino:
+                return view.end  # replaced while read back: this snapshot ends here
+            assert since is not None
+            at = view.offset_at_time(since)
+            if not view.sorted_by_time and self.on_unsorted is not None:
+                self.on_unsorted(view.log.name)
+            if many:
+                view.release()
+            return at
 
         def push(idx: int) -> None:
             back = backs[idx]
@@ -179,7 +196,11 @@ class ReadBack:
                     self.on_gap(back.view.log.name, seq, back.last_seq)
                 back.last_seq = seq
                 if since is not None and t < since:
-                    return  # older than the window: so is the rest of this log
+                    if idx not in starts:
+                        starts[idx] = window_start(back)
+                    if off < starts[idx]:
+                        return  # before the window's start: so is the rest of this log
+                    continue  # older, but inside a log whose times are out of order: read on back
                 heapq.heappush(heap, _Newest((t, back.view.log.name, seq), idx, off, raw, peeked))
                 if crowded:
                     back.park()

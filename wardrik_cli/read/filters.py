@@ -340,9 +340,13 @@ class Where:
                 raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
         if op in ("<", "<=", ">", ">="):
             if path == ("time",):
+                from wardrik_cli.errors import BadTime
                 from wardrik_cli.protocol.times import parse_time_arg
 
-                return cls(text, path, op, parse_time_arg(value))
+                try:
+                    return cls(text, path, op, parse_time_arg(value))
+                except BadTime as e:
+                    raise BadTime(f"bad --where {text!r}: {e}") from None
             try:
                 number = float(value)
             except ValueError:

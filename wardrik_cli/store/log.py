@@ -39,6 +39,7 @@ Contract kept here:
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import stat
 import sys
@@ -285,6 +286,7 @@ def tell(msg: str) -> None:
 
 
 TIME_SAMPLES = 32  # lines sampled before a bisected --since, to catch a log whose times are not sorted
+TIME_WINDOW = 256 << 10  # and every line in this many bytes just before it (where skewed clocks disagree)
 
 
 class Log:
@@ -598,27 +600,38 @@ class LogView:
     def offset_at_time(self, t: str) -> int:
         """Offset of the first line whose time is at or after ``t`` (a stored time string).
 
-        Found by bisection, then checked: the line before the answer and samples of the lines
-        before it (``TIME_SAMPLES``, spread evenly) must all be earlier than ``t``. When one is
-        not, the log's times are not sorted (another writer, a hand edit) and the answer is 0:
-        the caller reads from the start, which is exact (``sorted_by_time`` is then False).
-        The limit: a short unsorted stretch between two samples is not seen."""
+        Found by bisection, then checked: every line in the ``TIME_WINDOW`` bytes before the
+        answer and samples of the lines before that (``TIME_SAMPLES``, spread evenly) must all
+        be earlier than ``t``. When one is not, the log's times are not sorted (another
+        writer, a hand edit) and the answer is 0: the caller reads from the start, which is
+        exact (``sorted_by_time`` is then False). So a log of up to ``TIME_WINDOW`` bytes is
+        always checked whole; the limit: in a longer one, a short unsorted stretch more than
+        ``TIME_WINDOW`` before the answer and between two samples is not seen."""
         self.sorted_by_time = True
         if self.fd is None:
             return 0
         off = self._bisect(lambda e: e["time"] >= t)
         if off == 0:
             return 0
-        checks = [lines.last_line(self.fd, off)]
+        lo = max(off - TIME_WINDOW, 0)
+        data = os.pread(self.fd, off - lo, lo)  # one read: the window's lines, less a first part-line
+        if lo > 0:
+            data = data[data.find(b"\n") + 1:] if b"\n" in data[:-1] else b""
+        window: list[bytes] = data[:-1].split(b"\n") if data else []
+        if not window:  # one line longer than the window ends at the answer: judged by its head
+            window = [raw for _at, raw in itertools.islice(lines.iter_lines_backward(self.fd, off, lines.PROBE), 1)]
         step = max(off // TIME_SAMPLES, 1)
-        for pos in range(0, off, step):
-            checks.append(lines.line_at_or_after(self.fd, pos, off))
-        for found in checks:
-            if found is None:
-                continue
+        samples = (lines.line_at_or_after(self.fd, pos, off) for pos in range(0, max(off - TIME_WINDOW, 0), step))
+        for raw in itertools.chain(window, (found[1] for found in samples if found is not None)):
+            if isinstance(raw, lines.Head):  # a line past TIME_WINDOW: its time from its first bytes
+                p = peek(raw + b"}}")
+                if p is None:
+                    continue  # not judged here: the reader decodes it when it reads it
+            else:
+                p = peek(raw)
             try:
-                earlier = decode_event(found[1])["time"] < t
-            except ValueError:
+                earlier = (p[2].decode() if p is not None else decode_event(raw)["time"]) < t
+            except (ValueError, UnicodeDecodeError):
                 earlier = False  # a damaged line: let the reader meet it from the start
             if not earlier:
                 self.sorted_by_time = False
