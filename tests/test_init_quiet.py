@@ -167,3 +167,28 @@ def test_the_readmes_systemd_unit_runs_as_systemd_runs_it(tmp_path):
     p = subprocess.run(argv, env={}, cwd="/", capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
     assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
     assert run_cli("page", "acme/old", "-F", "json", root=root).stdout.count(b"events.dropped") == 1
+
+
+def test_writers_refuse_a_root_made_read_only_and_change_nothing(root):
+    """An evidence copy made read-only with chmod: compact, append and audit record exit 1 with
+    one line and change nothing, even as root (who could still write there; before, compact
+    swept it and append wrote)."""
+    import os
+    import stat
+
+    write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
+    assert run_cli("compact", "-q", "--retention", "1000d", root=root).returncode == 0  # a root made, nothing due
+    files = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    dirs = [p for p in [root, *root.rglob("*")] if p.is_dir()]
+    for d in dirs:
+        os.chmod(d, stat.S_IMODE(os.stat(d).st_mode) & ~0o222)
+    try:
+        for args in (["compact", "-q"], ["append", "acme/a", "run.started"],
+                     ["audit", "record", "agent.created", "agents/a", "--actor", "u", "--data", '{"agent": {"id": "a"}}']):
+            p = run_cli(*args, root=root)
+            lines = p.stderr.decode().splitlines()
+            assert p.returncode == 1 and len(lines) == 1 and "read-only" in lines[0] and p.stdout == b"", (args, lines)
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == files
+    finally:
+        for d in dirs:
+            os.chmod(d, stat.S_IMODE(os.stat(d).st_mode) | 0o200)

@@ -169,13 +169,30 @@ def _open_run(view: LogView, warn: Warn | None = None) -> str | None:
     """
     if view.fd is None:
         return None
+    found = open_run_before(view.fd, view.end)
+    if found is _GAVE_UP:
+        if warn is not None:
+            warn(f"{view.log.name}: no run start or end in the last {RUN_LOOKBACK_BYTES >> 20} MB; "
+                 "the new event starts a trace of its own")
+        return None
+    if found is _UNDECIDED:  # back at the file's start: the run open where compaction cut, if any
+        wm = view.watermark()
+        return wm.open_run if wm is not None else None
+    return found if isinstance(found, str) else None
+
+
+_GAVE_UP, _UNDECIDED = object(), object()
+
+
+def open_run_before(fd: int, end: int, limit: int = RUN_LOOKBACK_BYTES) -> str | None | object:
+    """The trace id of the run open at ``end`` (None: no run open), as ``_open_run`` walks
+    back to it; ``_UNDECIDED`` when the walk reaches the file's start without knowing (the
+    run open there decides), ``_GAVE_UP`` past ``limit`` bytes. Compaction records the answer
+    at its cut in the log's record (``Watermark.open_run``)."""
     later_trace = None
-    for off, raw in lines.iter_lines_backward(view.fd, view.end):
-        if view.end - off > RUN_LOOKBACK_BYTES:
-            if warn is not None:
-                warn(f"{view.log.name}: no run start or end in the last {RUN_LOOKBACK_BYTES >> 20} MB; "
-                     "the new event starts a trace of its own")
-            return None
+    for off, raw in lines.iter_lines_backward(fd, end):
+        if end - off > limit:
+            return _GAVE_UP
         try:
             e = decode_event(raw)
         except ValueError:
@@ -188,7 +205,7 @@ def _open_run(view: LogView, warn: Warn | None = None) -> str | None:
         if later_trace is not None and tr == later_trace:
             return tr
         later_trace = tr
-    return None
+    return _UNDECIDED
 
 
 class StoredLines(Sequence[bytes]):
@@ -239,6 +256,8 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
         root.check_folders(log.path)
     if not root.path.is_dir():
         _makedirs_synced(root.path, Path("/"), sync)
+    else:
+        root.require_writable("append")
     with locked(log.lock_path, timeout=lock_timeout, what=label):
         _makedirs_synced(log.path.parent, root.path, sync)
         created = not log.path.exists()

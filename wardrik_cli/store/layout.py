@@ -143,6 +143,32 @@ class Root:
                              f"works only on one; make it with `wardrik --root {self.path} init`, or give --root")
         return self
 
+    def read_only(self) -> str | None:
+        """Why nothing may be written here, or None: the root (or its ``.wardrik/``) is on a
+        read-only mount, or has every write bit cleared (an evidence copy made read-only on
+        purpose, which root, as these tools often run, could otherwise still change)."""
+        from wardrik_cli.store.fsutil import writable_dir
+
+        for d in (self.path, self.tool_dir):
+            if not d.is_dir():
+                continue
+            try:
+                if os.statvfs(d).f_flag & os.ST_RDONLY:
+                    return "it is on a read-only file system"
+            except OSError:
+                pass
+            if not writable_dir(d):
+                return f"it is read-only ({d} has no write permission bits)"
+        return None
+
+    def require_writable(self, command: str) -> None:
+        """``ReadOnlyRoot`` (exit 1) when ``read_only`` says why nothing may be written here."""
+        from wardrik_cli.errors import ReadOnlyRoot
+
+        why = self.read_only()
+        if why:
+            raise ReadOnlyRoot(f"cannot {command} in {self.path}: {why}; nothing was changed")
+
     # -- config ------------------------------------------------------------
     @property
     def config_path(self) -> Path:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import stat
 import sys
 from contextvars import ContextVar
@@ -212,14 +213,15 @@ class Watermark:
     """A compaction record. ``previous`` is the record this one replaced: compaction writes
     the new record before it renames the new file in, so until the rename lands the old
     file is described by ``previous``. ``emptied``: the record says compaction dropped every
-    event (no first kept event's time)."""
+    event (no first kept event's time). ``open_run``: the trace id of the run open where the
+    cut fell (its run.started may be among the events dropped), for the appender."""
 
     def __init__(self, inode: int, next_sequence: int, time: str | None = None, hash: str | None = None,
                  first_time_kept: str | None = None, mtime_ns: int | None = None,
-                 previous: Watermark | None = None, emptied: bool = False):
+                 previous: Watermark | None = None, emptied: bool = False, open_run: str | None = None):
         self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
         self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
-        self.emptied = emptied
+        self.emptied, self.open_run = emptied, open_run
 
 
 class WatermarkFault:
@@ -252,7 +254,13 @@ def _parse_watermark(d: Any) -> Watermark | None:
     if not all(t is None or type(t) is str for t in texts):
         return None
     emptied = "first_time_kept" in d and d["first_time_kept"] is None
-    return Watermark(inode, nxt, texts[0], texts[1], texts[2], mtime, None, emptied)
+    run = d.get("open_run")
+    if not (run is None or (type(run) is str and len(run) == 32 and _HEX32.fullmatch(run))):
+        return None
+    return Watermark(inode, nxt, texts[0], texts[1], texts[2], mtime, None, emptied, run)
+
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
 # -- warnings met below the reader (see the module's docstring) -----------------

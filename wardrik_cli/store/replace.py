@@ -150,13 +150,41 @@ def _last_event_before(fd: int, end: int, look: int = 1000) -> tuple[str | None,
     return None, None
 
 
+CUT_RUN_LOOKBACK = 1 << 20  # bytes walked back from the cut for the run open there
+
+
+def _open_run_at(log: Log, fd: int, ino: int, first_seq: int, cut: int) -> str | None:
+    """The trace id of the run open where the cut falls: an appender that walks back to the
+    new file's start without meeting the run's start or end takes it from the record. When
+    the walk back through the part dropped reaches its own start undecided, the record that
+    describes the old file says (a run open across two sweeps)."""
+    if log.is_audit:
+        return None
+    from wardrik_cli.store.append import _GAVE_UP, _UNDECIDED, open_run_before
+
+    # Bounded: a run's events share its trace, so the walk decides within a few lines of a
+    # run (or of its start or end); a prefix of loose events is given up on without being
+    # read a second time (the sweep reads the part dropped once, to check it).
+    found = open_run_before(fd, cut, CUT_RUN_LOOKBACK)
+    if found is _UNDECIDED:
+        top = log.read_watermark()
+        for wm in (top, top.previous if top else None):
+            if wm is not None and (wm.inode == ino or wm.next_sequence == first_seq):
+                return wm.open_run
+        return None
+    return found if isinstance(found, str) and found is not _GAVE_UP else None
+
+
 def _record(log: Log, old_ino: int, old_first_seq: int, new_ino: int, next_seq: int, last_dropped: bytes,
-            dropped_time: str | None, first_kept: dict[str, Any] | None, new_mtime_ns: int) -> bytes:
+            dropped_time: str | None, first_kept: dict[str, Any] | None, new_mtime_ns: int,
+            open_run: str | None = None) -> bytes:
     # inode and mtime identify the new file while it is empty (a copy keeps the mtime); the
     # hash is of the last line's bytes (the audit chain goes on from it).
     rec: dict[str, Any] = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": dropped_time,
                            "hash": hashlib.sha256(last_dropped + b"\n").hexdigest(),
                            "first_time_kept": first_kept["time"] if first_kept else None}
+    if open_run is not None:
+        rec["open_run"] = open_run
     raw = log.root.read_state(log.watermark_path, MAX_RECORD_BYTES)
     try:
         top = orjson.loads(raw) if raw is not None else None
@@ -209,6 +237,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 last_dropped = lines.last_line(wfd, cut)
                 assert last_dropped is not None, "cut > 0: lines come before it"
                 dropped_time, dropped_seq = _last_event_before(wfd, cut)
+                open_run = _open_run_at(log, wfd, ino, first_seq, cut)
             finally:
                 os.close(wfd)
             st_new = os.fstat(tfd)
@@ -229,7 +258,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 raise Failure(f"a line where the kept part starts or ends is not an event ({e}); "
                               "not compacted (see `wardrik check`)") from None
             record = _record(log, ino, first_seq, st_new.st_ino, next_seq, last_dropped[1], dropped_time,
-                             first_kept, st_new.st_mtime_ns)
+                             first_kept, st_new.st_mtime_ns, open_run)
             log.root.state_dir(wm_tmp)  # no link on the way: NotRegular names it, this log fails
             write_new(wm_tmp, record)
         finally:

@@ -264,17 +264,6 @@ def resolve_max_bytes(root: Root, given: str | None) -> int | None:
         raise BadConfig(f"{root.tool_dir / 'config.toml'}: {e}") from None
 
 
-def _root_read_only(root: Root) -> str | None:
-    try:
-        if os.statvfs(root.path).f_flag & os.ST_RDONLY:
-            return "it is on a read-only file system"
-    except OSError:
-        pass
-    if not os.access(root.path, os.W_OK):
-        return "it is not writable"
-    return None
-
-
 # ---------------------------------------------------------------------------
 # finding the cut
 # ---------------------------------------------------------------------------
@@ -1011,7 +1000,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             lag_cutoff = format_dt(datetime.min)  # a lag longer than history lets nothing go
     result = SweepResult(cutoff, retention, dry_run, max_bytes=max_bytes, max_ship_lag=max_ship_lag)
     if not dry_run:
-        why = _root_read_only(root)
+        why = root.read_only()
         if why:
             raise ReadOnlyRoot(f"cannot compact {root.path}: {why}; nothing was changed "
                                "(--dry-run reports what a sweep would drop)")
