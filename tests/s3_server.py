@@ -113,6 +113,15 @@ class FolderTarget:
     def put(self, key: str, body: bytes, metadata: dict) -> None:
         (self.path / key).write_bytes(body)
 
+    def copy(self, key: str, to: str) -> None:
+        for end in ("", ".meta"):
+            (self.path / (to + end)).parent.mkdir(parents=True, exist_ok=True)
+            (self.path / (to + end)).write_bytes((self.path / (key + end)).read_bytes())
+
+    def delete(self, key: str) -> None:
+        for end in ("", ".meta"):
+            (self.path / (key + end)).unlink()
+
 
 class S3Target:
     def __init__(self, b: Bucket):
@@ -126,6 +135,12 @@ class S3Target:
 
     def put(self, key: str, body: bytes, metadata: dict) -> None:
         self.b.put(key, body, metadata)
+
+    def copy(self, key: str, to: str) -> None:
+        self.b.client.copy_object(Bucket=self.b.name, Key=to, CopySource={"Bucket": self.b.name, "Key": key})
+
+    def delete(self, key: str) -> None:
+        self.b.client.delete_object(Bucket=self.b.name, Key=key)
 
 
 @pytest.fixture(params=["s3", "file"])

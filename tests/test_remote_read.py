@@ -212,6 +212,34 @@ def test_check_reads_the_store_again_after_the_mirror_was_made(tmp_path, target)
     assert c.returncode == 1 and bad in c.stderr.decode() and c.stderr.decode().count("error:") == 1
 
 
+def test_a_warm_mirror_never_serves_what_a_cold_one_refuses(tmp_path, target):
+    """The store's listing must still lead to what the mirror holds: a segment deleted from the
+    store, or a second one planted at a first sequence it already holds (under another day),
+    is reported by a warm read and by check, as by a cold one (before, a warm mirror served
+    every event and check said all was well)."""
+    r = make_root(tmp_path)
+    ship(r, target.url)
+    same(r, target.url, "page", "*", "--all", "-o", "jsonl")  # warm: every segment mirrored
+    keys = [k for k in target.segments() if "log=acme~triage" in k]
+    gone = keys[1]
+    data, _meta = target.get(gone)
+    backup = gone.replace("/day=", "/saved-day=")
+    target.copy(gone, backup)
+    target.delete(gone)
+    for args in (["page", "acme/triage", "--all"], ["check"]):
+        p = run_cli("--root", target.url, *args)
+        assert p.returncode == 1 and b"missing from the store" in p.stderr, (args, p.stderr)
+    target.copy(backup, gone)
+    assert run_cli("--root", target.url, "check").returncode == 0  # back as it was
+    first = keys[0]
+    day = first.split("/day=")[1].split("/")[0]
+    planted = first.replace(f"/day={day}/", "/day=2020-01-01/")
+    target.copy(first, planted)  # one first sequence under two days
+    for args in (["page", "acme/triage", "--all"], ["check"]):
+        p = run_cli("--root", target.url, *args)
+        assert p.returncode == 1 and b"overlap" in p.stderr, (args, p.stderr)
+
+
 # ---------------------------------------------------------------------------
 # what a page after a cursor fetches: about one segment, counted by the S3 endpoint
 # ---------------------------------------------------------------------------

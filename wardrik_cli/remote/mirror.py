@@ -345,7 +345,11 @@ class Mirror:
             p = keys.parse_key(self.store.prefix, k)
             if p is not None:
                 if p.deployment == self.deployment and p.kind == kind and matched(p.name):
-                    found.setdefault((p.kind, p.name), ({}, []))[0][p.first] = p
+                    by_first, others = found.setdefault((p.kind, p.name), ({}, []))
+                    if p.first in by_first and by_first[p.first].key != p.key:
+                        others.append(_Duplicate(p.key, p.first))  # one first sequence under two days
+                    else:
+                        by_first[p.first] = p
                     n += 1
                 continue
             o = gaps.parse_other(self.store.prefix, k)
@@ -403,10 +407,35 @@ class Mirror:
             st = self.state[ident] = {"first": first, "last": first - 1, "size": 0, "full": start == 0, "segs": {}}
             _make_parent(log.path)
             os.close(os.open(log.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        self._check_listing(ident, st, segs, others)
         if need.verify:
             self._verify_mirrored(ident, log, [s for s in segs if s.first <= st["last"]])
         self._append(ident, log, [s for s in segs if s.first > st["last"]])
         self._record(ident, log, begin)
+
+    def _check_listing(self, ident: str, st: dict[str, Any], segs: list[keys.Parsed], others: list[Any]) -> None:
+        """What the store lists must still lead to what the mirror holds: a key starting inside
+        the mirrored run that is not one of its segments (planted, or two segments of one
+        first sequence under two days) overlaps it, and a mirrored segment no longer listed
+        is missing from the store. Either is ``BadSegment``: a warm mirror never serves past
+        what a cold one would refuse. Costs the listing the sync made anyway, no fetch."""
+        held = st["segs"]
+        for s in segs:
+            if st["first"] <= s.first <= st["last"] and str(s.first) not in held:
+                raise BadSegment(f"{self.store.where(s.key)}: starts at {s.first}, inside what the segments before "
+                                 f"it hold (through {st['last']}) (segments overlap): not served")
+        for o in others:
+            if getattr(o, "what", None) == "duplicate":
+                raise BadSegment(f"{self.store.where(o.key)}: a second segment starting at {o.seq} "
+                                 "(segments overlap): not served")
+        listed = {s.first for s in segs}
+        gone = sorted(int(k) for k in held if int(k) not in listed and int(k) >= st["first"])
+        if gone:
+            first = gone[0]
+            last = held[str(first)][0]
+            raise BadSegment(f"{ident.split('/', 1)[1]}: the segment of sequences {first} to {last} is gone from "
+                             f"{self.store.url} ({last - first + 1} event{'s' if last > first else ''} missing from the store): "
+                             "not served")
 
     # -- fetching -------------------------------------------------------------------------
     def _fetch(self, segs: list[keys.Parsed]) -> Iterator[tuple[keys.Parsed, bytes | None, Meta]]:
@@ -628,6 +657,15 @@ class Mirror:
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+class _Duplicate:
+    """A second key for a log's segment of one first sequence (another day): never read."""
+
+    what = "duplicate"
+
+    def __init__(self, key: str, seq: int):
+        self.key, self.seq = key, seq
+
+
 def _seq(raw: bytes) -> int:
     p = peek(raw)
     if p is not None:
