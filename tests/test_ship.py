@@ -146,6 +146,28 @@ def test_a_second_ship_ships_nothing_and_an_append_only_the_new_lines(tmp_path, 
     assert store_bytes(target, "acme/billing") == (r / "acme/billing.jsonl").read_bytes()
 
 
+def test_a_log_deleted_and_made_again_is_refused_never_mixed_in(tmp_path, target):
+    """The store holds events 1..3 of a log; the log is deleted and made again. Before, ship said
+    nothing until the new log passed sequence 3, then shipped its 4 and 5 after the old 1..3."""
+    r = tmp_path / "root"
+    for i in range(3):
+        run_cli("append", "solo", "trigger.fired", "--data", f'{{"trigger": {{"name": "old{i}"}}}}', root=r, check=True)
+    assert ship(r, target.url).returncode == 0
+    before = {k: target.get(k)[0] for k in target.segments()}
+    log = r / "solo.jsonl"
+    log.unlink()
+    for n in (1, 4):  # behind the store, then past it
+        while (log.read_bytes().count(b"\n") if log.exists() else 0) < n:
+            run_cli("append", "solo", "trigger.fired", "--data", '{"trigger": {"name": "new"}}', root=r, check=True)
+        for cache in (True, False):  # from the position cache, and from the store's listing
+            if not cache:
+                shutil.rmtree(r / ".wardrik/ship", ignore_errors=True)
+            p = ship(r, target.url)
+            err = p.stderr.decode()
+            assert p.returncode == 1 and err.count("error:") == 1 and "solo" in err, (n, cache, err)
+            assert {k: target.get(k)[0] for k in target.segments()} == before, (n, cache)
+
+
 def test_shipping_goes_on_after_local_compaction(tmp_path, target):
     r = tmp_path / "root"
     run_cli("init", root=r, check=True)

@@ -433,9 +433,9 @@ class Mirror:
         if gone:
             first = gone[0]
             last = held[str(first)][0]
+            n = last - first + 1
             raise BadSegment(f"{ident.split('/', 1)[1]}: the segment of sequences {first} to {last} is gone from "
-                             f"{self.store.url} ({last - first + 1} event{'s' if last > first else ''} missing from the store): "
-                             "not served")
+                             f"{self.store.url} ({n} event{'s' if n != 1 else ''} missing from the store): not served")
 
     # -- fetching -------------------------------------------------------------------------
     def _fetch(self, segs: list[keys.Parsed]) -> Iterator[tuple[keys.Parsed, bytes | None, Meta]]:

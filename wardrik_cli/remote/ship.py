@@ -364,6 +364,8 @@ class Shipper:
         self.root_id, self.where = root_identity(root)
         self.cache = PositionCache(root, store.url)
         self.known: dict[str, int] = {}  # positions this process confirmed in the store
+        self.known_ino: dict[str, int | None] = {}  # the local file each was confirmed against
+        self.retry_key: dict[str, str] = {}  # the store's newest key, tried again from the listing
         self.owned: set[str] = set()
         self.refused: dict[str, str] = {}  # logs refused for good (two roots): not tried again
 
@@ -409,18 +411,26 @@ class Shipper:
             view.ends_from_bytes = True
             last_local = view.last_seq()
             pos = self.known.get(ident)
+            if pos is not None and self.known_ino.get(ident) != view.ino:
+                pos = None  # another file now (compaction, or the log made again): confirm it anew
             if pos is not None and pos >= last_local:
                 row.through = pos
                 return  # nothing new since this process last confirmed the store
             first_local = view.first_seq()
             if pos is None:
-                pos, cached = self._position(src, ident, first_local)
+                pos, cached = self._position(src, ident, first_local, view)
                 if not cached:
                     self._own(src, ident)  # a confirmed cache entry is a segment of ours: we own the log
+                if pos > last_local:
+                    raise LogRefused(f"{src.name}: {self.store.url} holds it through sequence {pos}, shipped from "
+                                     f"this root, but the local log ends at {last_local}: it was deleted and made "
+                                     "again, or put back from an older copy; not shipped (its events would mix "
+                                     "with the ones shipped before under these sequences: give it another log id)")
+            self.known_ino[ident] = view.ino
             self._register()
             if pos + 1 < first_local:
                 if pos > 0:
-                    pos, _ = self._position(src, ident, first_local, from_store=True)  # the cache may be behind
+                    pos, _ = self._position(src, ident, first_local, view, from_store=True)  # the cache may be behind
                 if pos + 1 < first_local:
                     pos = self._write_gaps(src, ident, pos, first_local, row)
                 if pos + 1 < first_local and pos > 0:
@@ -451,19 +461,29 @@ class Shipper:
                           f"({theirs.root}) and this root, {self.root_id} ({self.where}); a log has one writer: "
                           f"give one of them another --deployment, or another log id")
 
-    def _position(self, src: Source, ident: str, first_local: int, from_store: bool = False) -> tuple[int, bool]:
+    def _position(self, src: Source, ident: str, first_local: int, view: LogView | None = None,
+                  from_store: bool = False) -> tuple[int, bool]:
         """(the last sequence of this log in the store, whether the cache said so): the cache
-        when the segment it names is ours and ends there, else from the store's listing."""
+        when the segment it names is ours and ends there and the local line at that sequence is
+        still the one shipped (the hash the cache kept of it: a log deleted and made again has
+        other lines under the same sequences), else from the store's listing."""
         entry = None if from_store else self.cache.get(ident)
         if entry is not None:
             try:
                 last, key = int(entry["last"]), str(entry["key"])
             except (KeyError, TypeError, ValueError):
                 last, key = -1, ""
-            meta = self.store.read_meta(key) if last > 0 and key.startswith(self._prefix(src)) else None
+            tail = entry.get("tail")
+            mine = _line_hash(view, last) if view is not None and last > 0 else None
+            if mine is not None and tail is not None and mine != tail:
+                raise LogRefused(f"{src.name}: the local line at sequence {last} is not the one shipped to "
+                                 f"{self.store.url}: the log was deleted and made again, or rewritten; not shipped "
+                                 "(its events would mix with the ones shipped before: give it another log id)")
+            meta = self.store.read_meta(key) if last > 0 and key.startswith(self._prefix(src)) \
+                and (tail is not None or mine is None) else None
             if meta is not None and meta.root_id == self.root_id and meta.last == last:
                 return last, True
-            self.cache.drop(ident)
+            self.cache.drop(ident)  # not confirmed (or kept by a version that kept no hash): ask the store
         best: keys.Parsed | None = None
         others: list[remote_gaps.Other] = []
         for k in self.store.list_all(self._prefix(src)):
@@ -480,6 +500,7 @@ class Shipper:
         pos = 0
         if best is not None and best.first >= first_local:
             pos = best.first - 1  # try it again: the conditional create confirms it against the local lines
+            self.retry_key[ident] = best.key
         elif best is not None:
             meta = self.store.read_meta(best.key)
             if meta is None:
@@ -544,6 +565,13 @@ class Shipper:
                 # (readers refuse one that does not, for good: it can never be replaced)
                 raise LogRefused(_hole(src.name, view, off, seg, pos if pos > 0 else seg.first - 1))
             key = keys.segment_key(self.store.prefix, self.deployment, src.kind, src.name, seg.day, seg.first)
+            tried = self.retry_key.pop(ident, None)
+            was = keys.parse_key(self.store.prefix, tried) if tried is not None and tried != key else None
+            if tried is not None and was is not None and was.first == seg.first:
+                # the local line at that sequence is of another day than the one shipped: not the same log
+                raise LogRefused(f"{src.name}: {self.store.where(tried)} (shipped from this root) holds other events "
+                                 f"than the local log from sequence {seg.first}: the log was deleted and made again, "
+                                 "or rewritten; not shipped (give it another log id)")
             sha = seg.sha256
             if self.store.create(key, seg.data, Meta(seg.last, sha, self.root_id, self.where)):
                 row.segments += 1
@@ -555,7 +583,7 @@ class Shipper:
                 row.confirmed += 1
             row.through = pos
             self.known[ident] = pos
-            self.cache.put(ident, last=pos, key=key, owner=self.root_id)
+            self.cache.put(ident, last=pos, key=key, owner=self.root_id, tail=_line_hash(view, pos))
 
     def _confirm(self, src: Source, view: LogView, key: str, seg: Segment, sha: str) -> tuple[int, int]:
         """A segment is already at ``key``: it must be this root's and hold exactly the local
@@ -577,6 +605,23 @@ class Shipper:
                              "root ships too (each root needs its own .wardrik/root-id)")
         self.store.complete(key, run[0])
         return theirs.last, run[1]
+
+
+def _line_hash(view: LogView, seq: int) -> str | None:
+    """sha256 of the local line holding sequence ``seq`` (without its newline), or None when the
+    local log does not hold it (compacted away, past its end, or damaged there)."""
+    if view.fd is None or not view.first_seq() <= seq <= view.last_seq():
+        return None
+    off = view.offset_after_seq(seq - 1)
+    item = lines.read_line_at(view.fd, off, view.end)
+    if item is None:
+        return None
+    try:
+        if _seq_time(view, off, item[1])[0] != seq:
+            return None
+    except (CorruptLedger, LogRefused):
+        return None
+    return hashlib.sha256(item[1]).hexdigest()
 
 
 def ship_forever(shipper: Shipper, srcs: Callable[[], list[Source]], *, interval: float,
