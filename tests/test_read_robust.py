@@ -262,3 +262,29 @@ def test_stream_appends_a_complete_last_line_without_its_newline(root):
     p = run_cli("append", "s", "--stream", input=items[0] + b"\n" + live, root=root)
     _ok(p)
     assert [e["type"] for e in jsonl(p.stdout)] == ["wardrik.trigger.fired", "wardrik.message.delta"]
+
+
+def test_a_start_deleted_by_hand_is_a_gap_warning_not_a_retention_notice(root):
+    """A log whose first line was deleted, with no compaction record: page, tail -n and tail
+    --after warn of the gap and show no events.dropped (before: a retention notice, no
+    warning); the same log compacted (with its record) still gets the notice."""
+    for i in range(3):
+        assert run_cli("append", "a", "trigger.fired", "--data", f'{{"trigger": {{"name": "n{i}"}}}}',
+                       root=root).returncode == 0
+    log = root / "a.jsonl"
+    log.write_bytes(log.read_bytes().split(b"\n", 1)[1])
+    for args in (["page", "a"], ["tail", "a"], ["tail", "a", "--after", "eyJhIjowfQ"]):
+        p = run_cli(*args, "-o", "jsonl", root=root)
+        assert p.returncode == 0, p.stderr
+        assert [e["sequence"] for e in jsonl(p.stdout)] == ["000000000002", "000000000003"], args
+        assert p.stderr.decode().startswith("warning: a: sequence 1 is missing"), (args, p.stderr)
+    assert run_cli("check", root=root).returncode == 1
+    # a line deleted in the middle: tail --after warns too (before: its read-back said nothing)
+    log.write_bytes(log.read_bytes().split(b"\n", 1)[1])  # now 3 alone
+    assert run_cli("append", "a", "trigger.fired", "--data", '{"trigger": {"name": "n4"}}', root=root).returncode == 0
+    p = run_cli("tail", "a", "--after", "eyJhIjoyfQ", "-o", "jsonl", root=root)  # {"a": 2}
+    assert p.returncode == 0 and len(jsonl(p.stdout)) == 2 and b"warning:" not in p.stderr
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(lines[1] + b"\n")  # 3 deleted: 4 alone after position 2
+    p = run_cli("tail", "a", "--after", "eyJhIjoyfQ", "-o", "jsonl", root=root)
+    assert p.returncode == 0 and b"sequence 3 is missing" in p.stderr, p.stderr

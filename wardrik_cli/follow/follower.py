@@ -61,8 +61,8 @@ from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import OnGap, OnRepeat, scan
 from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file is open only while read
-    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, repeat_reporter,
-    window_reaches_dropped,
+    KEEP_OPEN, Filters, Item, OnCorrupt, Reader, dropped_notice, gap_notice, gap_reporter, gap_warning,
+    missing_start, repeat_reporter, window_reaches_dropped,
 )
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Waker, Wakeups
@@ -305,7 +305,7 @@ class Follower:
     def _read_back_after(self, logs: list[Log]) -> Iterator[Item]:
         assert self.after is not None
         with Reader(logs, self.after, filters=self.filters, deployment=self.deployment,
-                    on_corrupt=self.on_corrupt) as reader:
+                    on_corrupt=self.on_corrupt, warn=self.warn) as reader:
             for log in logs:
                 self.positions[log.name] = reader.positions[log.name]
                 self.states[log.name].position = reader.positions[log.name]
@@ -413,6 +413,8 @@ class Follower:
             for name in sorted(back.exhausted):
                 # this log's every matching event is shown: a reader starting at 0 missed what was dropped
                 view = by_name[name]
+                if missing_start(view) and self.warn is not None:
+                    self.warn(gap_warning(name, 0, view.first_seq()))  # no record says it was compacted
                 if not window_reaches_dropped(view, 0, since):
                     continue
                 ev = dropped_notice(view.log, view, 0, view.first_seq(), self.deployment)

@@ -179,15 +179,24 @@ def gap_notice(log: Log, view: LogView, gap: RecordedGap, next_time: str, deploy
     return dumps_line(ev)[:-1], ev
 
 
+def missing_start(view: LogView) -> bool:
+    """Does the log start after sequence 1 with no compaction record (and no damaged first
+    line, which the read reports itself)? Then the read from before its first event warns of
+    the gap, as of any other."""
+    return view.first_seq() > 1 and not view.first_was_damaged and view.watermark() is None
+
+
 def window_reaches_dropped(view: LogView, position: int, since: str | None) -> bool:
     """Does a reader at ``position`` reading from ``since`` (if any) miss dropped events? Its
     position is before the first kept event, and ``since`` is not later than the newest
     dropped event (the compaction record's; without one, the first kept event's time bounds
-    it). Events before a damaged first line with no compaction record were not dropped."""
+    it). A log that starts after sequence 1 with no compaction record saying why was not
+    compacted: its missing start is damage (a line deleted by hand), a gap the read warns of
+    (``missing_start``), never passed off as a retention drop."""
     if position >= view.first_seq() - 1:
         return False
     wm = view.watermark()
-    if view.first_was_damaged and wm is None:
+    if wm is None:
         return False
     if since is not None:
         newest = wm.time if wm is not None and wm.time else None
@@ -290,7 +299,7 @@ class Reader:
             return None
         pos = self.positions[log.name]
         start = view.offset_after_seq(pos)
-        exact = pos >= view.first_seq() - 1
+        exact = pos >= view.first_seq() - 1 or missing_start(view)
         if self.filters.since is not None:
             at_time = view.offset_at_time(self.filters.since)
             if not view.sorted_by_time and self.warn is not None:

@@ -198,6 +198,7 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     first_time: str | None = None
+    skipped: tuple[int, str, str] | None = None  # (last sequence, hash of its line, time) of what --since left out
     recorded: list[RecordedGap] = []  # the gap records stepped over between two pulled segments
     try:
         prev: int | None = None
@@ -222,6 +223,8 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
                                     f" ({p.first - expect} events missing from the store)"))
             t0, t1 = check_segment(where, data, p.first, meta.last, meta.sha256)
             if since is not None and prev is None and t1 < since:
+                last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
+                skipped = (meta.last, hashlib.sha256(last_line).hexdigest(), t1)
                 continue  # wholly before --since: the pulled log starts at a later segment
             if hole is not None and prev is not None:
                 row.gaps.append(hole)
@@ -247,7 +250,28 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
         _write_record(log, start, drop_time, drop_hash, first_time)
         row.dropped = start - 1
     elif row.first > 1:
+        # It starts later than the store's start: compacted before its first ship (the store
+        # never had the start), or left out by --since. Either way the evidence root records
+        # where it starts, as a compaction would, so its readers give an events.dropped and
+        # `check` finds nothing wrong, rather than a missing start passed off as damage.
+        h = skipped[1] if skipped is not None and skipped[0] == row.first - 1 else None
+        t = skipped[2] if skipped is not None and skipped[0] == row.first - 1 else None
+        if h is None and log.is_audit:
+            h = _prevhash(path)  # nothing before it to check it against: the chain goes on from it
+        _write_record(log, row.first, t, h, first_time)
         row.dropped = row.first - 1
+
+
+def _prevhash(path: Path) -> str | None:
+    """The ``prevhash`` of the first event in the file at ``path`` (an audit log), if any."""
+    with open(path, "rb") as f:
+        line = f.readline(1 << 20)
+    try:
+        ev = decode_event(line.rstrip(b"\n"))
+    except ValueError:
+        return None
+    h = ev.get("prevhash")
+    return h if isinstance(h, str) else None
 
 
 def _write_record(log: Log, next_seq: int, drop_time: str | None, drop_hash: str | None,
