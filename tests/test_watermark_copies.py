@@ -140,3 +140,26 @@ def test_a_follower_sees_an_emptied_log_made_again_go_on(root, tmp_path):
     write_spread(root / "acme/a.jsonl", events=2, days=1, log_id="acme/a", pad=8)
     with lg.open() as v:
         assert follow._classify(v, 3, "an-id", replaced=True) == "recreated"
+
+
+def test_an_emptied_logs_notice_keeps_its_source_and_stays_out_of_a_full_tail(root):
+    """The notice of an emptied log has the source its events had, whatever the reader's
+    deployment (before: the reader's, so its id changed with it); and `tail -n 1` with a newer
+    event elsewhere gives no notice of drops its window never reached (before: always)."""
+    write_spread(root / "acme/a.jsonl", events=3, days=3, end_ns=time.time_ns() - 2 * DAY_NS, log_id="acme/a", pad=8)
+    first = (root / "acme/a.jsonl").read_bytes().split(b"\n")[0]
+    source = orjson.loads(first)["source"]
+    assert run_cli("compact", "-r", "1d", "-q", root=root).returncode == 0
+    assert (root / "acme/a.jsonl").read_bytes() == b""
+    seen = set()
+    for dep in ("other-deployment", "local"):
+        p = run_cli("page", "-o", "jsonl", root=root, env={"WARDRIK_DEPLOYMENT": dep})
+        [notice] = [e for e in jsonl(p.stdout) if e["type"] == DROPPED]
+        assert notice["source"] == source
+        seen.add(notice["id"])
+    assert len(seen) == 1
+    assert run_cli("append", "b", "trigger.fired", "--data", '{"trigger": {"name": "x"}}', root=root).returncode == 0
+    got = jsonl(run_cli("tail", "-n", "1", "-o", "jsonl", root=root).stdout)
+    assert [e["type"] for e in got] == ["wardrik.trigger.fired"]
+    got = jsonl(run_cli("tail", "-n", "5", "-o", "jsonl", root=root).stdout)  # the window reaches back past it
+    assert [e["type"] for e in got] == [DROPPED, "wardrik.trigger.fired"]

@@ -410,6 +410,9 @@ class Follower:
                 self.states[log.name].position = pos
             notices = []
             since = self.filters.since
+            # With n events chosen, the window starts at the oldest of them: a log's dropped
+            # events all before it (its record's newest) were never in reach of this read.
+            oldest = (chosen[0][3]["time"], chosen[0][0], chosen[0][1]) if self.n and len(chosen) >= self.n else None
             for name in sorted(back.exhausted):
                 # this log's every matching event is shown: a reader starting at 0 missed what was dropped
                 view = by_name[name]
@@ -417,6 +420,10 @@ class Follower:
                     self.warn(gap_warning(name, 0, view.first_seq()))  # no record says it was compacted
                 if not window_reaches_dropped(view, 0, since):
                     continue
+                if oldest is not None:
+                    wm = view.watermark()
+                    if wm is not None and wm.time and (wm.time, name, wm.next_sequence - 1) < oldest:
+                        continue
                 ev = dropped_notice(view.log, view, 0, view.first_seq(), self.deployment)
                 notices.append(Item(name, dumps_line(ev)[:-1], ev, None))
         finally:

@@ -76,6 +76,9 @@ def dropped_between(log: Log, view: LogView, first_missing: int, last_missing: i
     first = view.first()
     source = first[1].get("source") if first is not None else None
     if not isinstance(source, str):
+        wm = view.watermark() if first is None else None  # an emptied log: the source its events had
+        source = wm.source if wm is not None and wm.source else None
+    if not isinstance(source, str):
         source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
     subject = "audit" if log.is_audit else f"agents/{log.name}"
     import hashlib  # here: only a notice needs it, and a reader's start-up is 3 ms shorter

@@ -214,14 +214,16 @@ class Watermark:
     the new record before it renames the new file in, so until the rename lands the old
     file is described by ``previous``. ``emptied``: the record says compaction dropped every
     event (no first kept event's time). ``open_run``: the trace id of the run open where the
-    cut fell (its run.started may be among the events dropped), for the appender."""
+    cut fell (its run.started may be among the events dropped), for the appender. ``source``:
+    of an emptied log, the source its last event had (its readers' notices keep it)."""
 
     def __init__(self, inode: int, next_sequence: int, time: str | None = None, hash: str | None = None,
                  first_time_kept: str | None = None, mtime_ns: int | None = None,
-                 previous: Watermark | None = None, emptied: bool = False, open_run: str | None = None):
+                 previous: Watermark | None = None, emptied: bool = False, open_run: str | None = None,
+                 source: str | None = None):
         self.inode, self.next_sequence, self.time, self.hash = inode, next_sequence, time, hash
         self.first_time_kept, self.mtime_ns, self.previous = first_time_kept, mtime_ns, previous
-        self.emptied, self.open_run = emptied, open_run
+        self.emptied, self.open_run, self.source = emptied, open_run, source
 
 
 class WatermarkFault:
@@ -257,7 +259,10 @@ def _parse_watermark(d: Any) -> Watermark | None:
     run = d.get("open_run")
     if not (run is None or (type(run) is str and len(run) == 32 and _HEX32.fullmatch(run))):
         return None
-    return Watermark(inode, nxt, texts[0], texts[1], texts[2], mtime, None, emptied, run)
+    source = d.get("source")
+    if not (source is None or (type(source) is str and len(source) <= 1024)):
+        return None
+    return Watermark(inode, nxt, texts[0], texts[1], texts[2], mtime, None, emptied, run, source)
 
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")

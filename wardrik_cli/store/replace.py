@@ -135,19 +135,20 @@ class Staged:
                 pass
 
 
-def _last_event_before(fd: int, end: int, look: int = 1000) -> tuple[str | None, int | None]:
-    """(time, sequence) of the last event before ``end``: a damaged line just before the cut
-    (kept beside the log by the sweep) is passed over, up to ``look`` lines."""
+def _last_event_before(fd: int, end: int, look: int = 1000) -> tuple[str | None, int | None, str | None]:
+    """(time, sequence, source) of the last event before ``end``: a damaged line just before
+    the cut (kept beside the log by the sweep) is passed over, up to ``look`` lines."""
     for _ in range(look):
         found = lines.last_line(fd, end)
         if found is None:
             break
         try:
             ev = decode_event(found[1])
-            return ev["time"], int(ev["sequence"])
+            source = ev.get("source")
+            return ev["time"], int(ev["sequence"]), source if isinstance(source, str) else None
         except ValueError:
             end = found[0]
-    return None, None
+    return None, None, None
 
 
 CUT_RUN_LOOKBACK = 1 << 20  # bytes walked back from the cut for the run open there
@@ -177,7 +178,7 @@ def _open_run_at(log: Log, fd: int, ino: int, first_seq: int, cut: int) -> str |
 
 def _record(log: Log, old_ino: int, old_first_seq: int, new_ino: int, next_seq: int, last_dropped: bytes,
             dropped_time: str | None, first_kept: dict[str, Any] | None, new_mtime_ns: int,
-            open_run: str | None = None) -> bytes:
+            open_run: str | None = None, source: str | None = None) -> bytes:
     # inode and mtime identify the new file while it is empty (a copy keeps the mtime); the
     # hash is of the last line's bytes (the audit chain goes on from it).
     rec: dict[str, Any] = {"inode": new_ino, "mtime_ns": new_mtime_ns, "next_sequence": next_seq, "time": dropped_time,
@@ -185,6 +186,8 @@ def _record(log: Log, old_ino: int, old_first_seq: int, new_ino: int, next_seq: 
                            "first_time_kept": first_kept["time"] if first_kept else None}
     if open_run is not None:
         rec["open_run"] = open_run
+    if source is not None:  # an emptied log: its notices keep the source its events had
+        rec["source"] = source
     raw = log.root.read_state(log.watermark_path, MAX_RECORD_BYTES)
     try:
         top = orjson.loads(raw) if raw is not None else None
@@ -236,7 +239,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                     cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
                 last_dropped = lines.last_line(wfd, cut)
                 assert last_dropped is not None, "cut > 0: lines come before it"
-                dropped_time, dropped_seq = _last_event_before(wfd, cut)
+                dropped_time, dropped_seq, dropped_source = _last_event_before(wfd, cut)
                 open_run = _open_run_at(log, wfd, ino, first_seq, cut)
             finally:
                 os.close(wfd)
@@ -258,7 +261,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 raise Failure(f"a line where the kept part starts or ends is not an event ({e}); "
                               "not compacted (see `wardrik check`)") from None
             record = _record(log, ino, first_seq, st_new.st_ino, next_seq, last_dropped[1], dropped_time,
-                             first_kept, st_new.st_mtime_ns, open_run)
+                             first_kept, st_new.st_mtime_ns, open_run, None if first_kept else dropped_source)
             log.root.state_dir(wm_tmp)  # no link on the way: NotRegular names it, this log fails
             write_new(wm_tmp, record)
         finally:
