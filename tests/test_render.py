@@ -203,8 +203,9 @@ def test_no_color_is_honoured_on_a_terminal(tmp_path):
         os.close(master)
         outs[name] = buf
     assert _colours(outs["colour"]) and b"message.received" in outs["colour"]
-    # NO_COLOR (no-color.org) removes colour; bold and dim may stay
+    # NO_COLOR (no-color.org) removes colour, and style too: no escape at all (bold and dim stayed)
     assert not _colours(outs["no_color"]) and b"message.received" in outs["no_color"]
+    assert b"\x1b[" not in outs["no_color"]
 
 
 def _colours(out: bytes) -> set:

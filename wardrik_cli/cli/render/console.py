@@ -50,7 +50,9 @@ def console(stderr: bool = False) -> Any:
     kw: dict[str, Any] = {"highlight": False,
                           "file": (d.err or sys.stderr) if stderr else (d.out or sys.stdout),
                           "_environ": dict(d.env if d.env is not None else os.environ)}
-    if d.color == "never":
+    if d.color == "never" or (d.color != "always" and kw["_environ"].get("NO_COLOR")):
+        # NO_COLOR (no-color.org) asks for no colour; no style either: bold and dim are escapes
+        # too, and a script that greps a terminal's output for them should find none
         kw["no_color"] = True
         kw["color_system"] = None
     elif d.color == "always":
