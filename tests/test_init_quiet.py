@@ -16,7 +16,9 @@ def test_init_makes_a_root_and_keeps_what_it_is_not_given(tmp_path):
     p = run_cli("init", "--deployment", "acme-prod", "-r", "7d", root=r)
     assert p.returncode == 0 and p.stdout == b"", p.stderr
     cfg = r / ".wardrik" / "config.toml"
-    assert cfg.read_text() == 'deployment = "acme-prod"\nretention = "7d"\n'
+    import tomllib
+    assert tomllib.loads(cfg.read_text()) == {"deployment": "acme-prod", "retention": "7d"}
+    assert cfg.read_text().endswith('deployment = "acme-prod"\nretention = "7d"\n')  # after the template's comments
     cfg.write_text(cfg.read_text() + "# mine\nfuture_key = 3\n[later]\nretention = \"keep\"\n")
     before = cfg.read_bytes()
     p = run_cli("init", root=r)
@@ -29,6 +31,22 @@ def test_init_makes_a_root_and_keeps_what_it_is_not_given(tmp_path):
     assert 'deployment = "acme-prod"' in text and "future_key = 3" in text and "# mine" in text
     assert run_cli("compact", "--dry-run", "-F", "json", root=r).returncode == 0
     assert orjson.loads(run_cli("compact", "--dry-run", "-F", "json", root=r).stdout)["retention"] == "30d"
+
+
+def test_init_takes_the_folder_as_an_argument_and_always_writes_its_config(tmp_path):
+    """`wardrik init DIR` as `wardrik --root DIR init`; a new root gets a config.toml even with
+    no setting given (its help says it makes one): the settings shown as comments."""
+    import tomllib
+    d = tmp_path / "a" / "root"
+    p = run_cli("init", str(d))
+    assert p.returncode == 0 and (d / ".wardrik").is_dir(), p.stderr
+    cfg = (d / ".wardrik" / "config.toml").read_text()
+    assert tomllib.loads(cfg) == {} and "# retention" in cfg and "# max_bytes" in cfg
+    assert run_cli("compact", "-q", root=d).returncode == 0  # a root
+    assert run_cli("init", str(d), "--retention", "9d").returncode == 0
+    assert tomllib.loads((d / ".wardrik" / "config.toml").read_text()) == {"retention": "9d"}
+    p = run_cli("--root", str(tmp_path / "other"), "init", str(d))
+    assert p.returncode == 2 and p.stderr.startswith(b"error:") and not (tmp_path / "other").exists()
 
 
 def test_init_refuses_bad_values_and_makes_nothing(tmp_path):

@@ -6,7 +6,9 @@ report and one ``error:`` line per failed log.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,6 +22,8 @@ from wardrik_cli.errors import ExitCode
 
 @app.command(rich_help_panel="Maintain")
 def init(
+    folder: Annotated[str | None, typer.Argument(
+        metavar="[DIR]", help="The folder to make a root (the same as --root DIR).", show_default=False)] = None,
     retention: Annotated[str | None, typer.Option(
         "--retention", "-r", metavar="DURATION", help="What compact keeps by default: 30s, 90m, 12h, 7d, 4w.")] = None,
     max_bytes: Annotated[str | None, typer.Option(
@@ -37,13 +41,23 @@ def init(
       wardrik --root /var/lib/wardrik init --deployment acme-prod --retention 30d --max-bytes 2G
 
       wardrik init --retention 7d
+
+      wardrik init /var/lib/wardrik
     """
+    from wardrik_cli.errors import BadInput
     from wardrik_cli.store.init import init_root
+    from wardrik_cli.store.layout import Root
 
     inv = current()
-    made, changed = init_root(inv.root, deployment=inv.deployment_arg, retention=retention,
-                              max_bytes=max_bytes)
-    where = str(inv.root.path)
+    root = inv.root
+    if folder is not None:
+        if not folder:
+            raise BadInput("init: DIR is empty")
+        if inv.root_arg is not None and os.path.abspath(str(inv.root_arg)) != os.path.abspath(folder):
+            raise BadInput(f"init: two folders given, --root {inv.root_arg} and {folder}: give one")
+        root = Root(Path(folder))
+    made, changed = init_root(root, deployment=inv.deployment_arg, retention=retention, max_bytes=max_bytes)
+    where = str(root.path)
     if made:
         inv.note(f"made the root {where}" + (f" ({', '.join(changed)} set)" if changed else ""))
     elif changed:

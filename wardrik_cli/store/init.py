@@ -2,7 +2,8 @@
 
 Contract kept here:
 - A root is a directory with a ``.wardrik/`` directory in it (not a link). ``init`` makes
-  both (parents too) and writes ``config.toml`` with the settings given, atomically.
+  both (parents too) and writes ``config.toml`` with the settings given, atomically (a new
+  root's file also shows, as comments, the settings it may hold).
 - On a folder that is already a root, only the settings given change; the others (and any
   key this version does not know) are kept as they were. Nothing given: nothing changes.
 - Values are validated before anything is created: a bad one writes nothing.
@@ -44,9 +45,14 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
         raise Failure(f"cannot make {tool}: {e.strerror}") from None
     wanted = {k: v for k, v in (("deployment", deployment), ("retention", retention), ("max_bytes", max_bytes))
               if v is not None}
+    path = root.config_path
+    if made and not path.exists():
+        try:  # the settings there are to be set, shown as comments: the file says where they go
+            write_atomic(path, TEMPLATE.encode())
+        except OSError as e:
+            raise Failure(f"cannot write {path}: {e.strerror}") from None
     if not wanted:
         return made, []
-    path = root.config_path
     lines = _read_lines(path)
     before = _parse(path, "\n".join(lines))
     changed = []
@@ -80,6 +86,12 @@ def init_root(root: Root, *, deployment: str | None = None, retention: str | Non
 
 
 MAX_CONFIG = 1 << 20  # a config.toml past this is not one a person wrote
+TEMPLATE = """\
+# wardrik root settings; a setting given on the command line wins. `wardrik init` sets these.
+# deployment = "local"  # the name in event sources (wardrik://DEPLOYMENT/...)
+# retention = "30d"     # what `compact` keeps: 30s, 90m, 12h, 7d, 4w
+# max_bytes = "2G"      # `compact`'s size bound per agent log: 500M, 2G
+"""
 
 
 def _read_lines(path: Path) -> list[str]:
