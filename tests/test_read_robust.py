@@ -11,7 +11,8 @@
   error (a value too deep to compare is not equal and does not match), and ``fold``'s JSON
   cuts it (``deep.TOO_DEEP``, with a warning), as its pretty output does.
 - ``fold --at`` anywhere before the first kept event of a compacted log is refused, just below
-  it included (the state through a dropped event cannot be known).
+  it included (the state through a dropped event cannot be known); ``--at 0``, the state
+  before any event, is always given (a log compaction emptied folds through 0 too).
 - ``append --stream``: the end of the input ends the last line; a complete item without its
   newline is appended (as ``--batch -`` takes it).
 """
@@ -235,7 +236,10 @@ def test_fold_at_before_the_first_kept_event_is_refused_up_to_it(root):
     _ok(ok)
     assert orjson.loads(ok.stdout)["through"] == 0
     compact(root, "a", 4)  # sequences 1..3 dropped
-    for at in (0, 2, 3):
+    zero = run_cli("fold", "a", "--at", "0", "-o", "json", root=root)  # before any event: the empty state
+    _ok(zero)
+    assert orjson.loads(zero.stdout)["state"] == orjson.loads(ok.stdout)["state"]
+    for at in (1, 2, 3):
         p = run_cli("fold", "a", "--at", str(at), "-o", "json", root=root)
         assert (p.returncode, p.stdout) == (2, b""), (at, p.returncode, p.stdout)
         assert p.stderr.decode() == (f"error: --at {at} is before the first event a holds (4): the events "

@@ -349,7 +349,9 @@ def _check_at(tgt: Target, lv: LogView, at: int, on_corrupt: OnCorrupt) -> None:
         raise
     if at > last:
         raise BadInput(f"--at {at} is past the end of {tgt.label} (its last sequence is {last})")
-    if first > 1 and at < first:  # through first - 1 too: those events are gone, so is their state
+    # Through first - 1 too: those events are gone, so is their state. Through 0 is the state
+    # before any event (as a fold of a log compaction emptied says: through 0), always known.
+    if first > 1 and 0 < at < first:
         raise BadInput(f"--at {at} is before the first event {tgt.label} holds ({first}): "
                        f"the events through {first - 1} were dropped by compaction")
 
