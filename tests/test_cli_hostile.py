@@ -393,3 +393,14 @@ def test_a_refused_append_leaves_the_torn_tail(tmp_path, damage):
     p = run_cli("append", "a", "run.completed", root=root)
     assert p.returncode in (1, 2) and p.stderr.startswith(b"error:") and b"torn" not in p.stderr, p.stderr
     assert {q.name: q.read_bytes() for q in root.iterdir() if q.is_file()} == before
+
+
+@pytest.mark.parametrize("cmd", [["page", "a"], ["tail", "a"], ["export", "otlp", "-o", "OUT"]])
+def test_a_cursor_file_in_a_folder_that_does_not_exist_is_refused_before_anything_is_read(tmp_path, cmd):
+    """Before, page printed every event, then failed to keep the cursor (exit 1)."""
+    root = tmp_path / "root"
+    assert run_cli("append", "a", "run.started", root=root).returncode == 0
+    cmd = [str(tmp_path / "out.json") if c == "OUT" else c for c in cmd]
+    p = run_cli(*cmd, "--cursor-file", str(tmp_path / "nodir" / "x.cur"), root=root)
+    assert p.returncode == 2 and p.stdout == b"" and p.stderr.startswith(b"error:"), p.stderr
+    assert not (tmp_path / "out.json").exists()
