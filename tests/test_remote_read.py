@@ -240,6 +240,23 @@ def test_a_warm_mirror_never_serves_what_a_cold_one_refuses(tmp_path, target):
         assert p.returncode == 1 and b"overlap" in p.stderr, (args, p.stderr)
 
 
+def test_a_segment_filed_under_another_day_is_refused(tmp_path, target):
+    """Readers and sql find events by the day their segment is filed under: one moved to
+    another day= is refused by remote readers and pull (before: served, and sql's pruning
+    gave other answers than the same query written another way)."""
+    r = make_root(tmp_path)
+    ship(r, target.url)
+    key = [k for k in target.segments() if "log=acme~billing" in k][-1]
+    day = key.split("/day=")[1].split("/")[0]
+    moved = key.replace(f"/day={day}/", "/day=2020-01-01/")
+    target.copy(key, moved)
+    target.delete(key)
+    p = run_cli("--root", target.url, "page", "acme/billing", "--all")
+    assert p.returncode == 1 and b"filed under day 2020-01-01" in p.stderr, p.stderr
+    p = run_cli("pull", target.url, "acme/billing", "--into", tmp_path / "ev")
+    assert p.returncode == 1 and b"filed under day 2020-01-01" in p.stderr, p.stderr
+
+
 # ---------------------------------------------------------------------------
 # what a page after a cursor fetches: about one segment, counted by the S3 endpoint
 # ---------------------------------------------------------------------------

@@ -489,7 +489,7 @@ class Mirror:
                 raise BadSegment(f"{where}: starts at {s.first}, but what comes before it ends at {prev}"
                                  + (" (segments overlap)" if s.first <= prev else
                                     f" ({s.first - prev - 1} events missing from the store)") + ": not served")
-            verify_segment(where, data, s.first, meta)
+            verify_segment(where, data, s.first, meta, s.day)
             if filled:
                 on_gap(filled)
             yield s, data, meta
@@ -609,7 +609,7 @@ class Mirror:
                 where = self.store.where(s.key)
                 if data is None:
                     continue  # a claim completed later: the mirror has its bytes, verified when fetched
-                verify_segment(where, data, s.first, meta)
+                verify_segment(where, data, s.first, meta, s.day)
                 last, sha, off = st["segs"][str(s.first)]
                 if sha != meta.sha256 or os.pread(fd, len(data), off) != data:
                     raise BadSegment(f"{where}: changed in the store since it was mirrored (sha256 was {sha}, "
@@ -673,6 +673,16 @@ def _seq(raw: bytes) -> int:
     return int(decode_event(raw)["sequence"])
 
 
+def _day_of(raw: bytes) -> str:
+    """The UTC day of a line's event time (``keys.utc_day``), or what stands in for one that has none."""
+    p = peek(raw)
+    try:
+        t = p[2].decode() if p is not None else decode_event(raw)["time"]
+        return keys.utc_day(t)
+    except (ValueError, UnicodeDecodeError):
+        return "no valid time"
+
+
 def _decode(raw: bytes) -> dict[str, Any] | None:
     try:
         return decode_event(raw)
@@ -680,9 +690,12 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
         return None
 
 
-def verify_segment(where: str, data: bytes, first: int, meta: Meta) -> None:
+def verify_segment(where: str, data: bytes, first: int, meta: Meta, day: str | None = None) -> None:
     """``BadSegment`` unless ``data`` hashes to its metadata's sha256 and holds one whole line
-    per sequence from ``first`` through the metadata's last."""
+    per sequence from ``first`` through the metadata's last, and its first and last events are
+    of its key's UTC ``day`` (readers and ``sql`` find events by the day they are filed under).
+    The limit: the lines between are not looked at for their day (a shipper never files a
+    segment across days; one planted across days is served under its key's)."""
     got = hashlib.sha256(data).hexdigest()
     if got != meta.sha256:
         raise BadSegment(f"{where}: its bytes do not match its sha256 (metadata {meta.sha256}, bytes {got}): "
@@ -697,6 +710,11 @@ def verify_segment(where: str, data: bytes, first: int, meta: Meta) -> None:
     if s0 != first or s1 != meta.last:
         raise BadSegment(f"{where}: holds sequences {s0} to {s1}, its key and metadata say {first} to {meta.last}: "
                          "not served")
+    if day is not None:
+        for raw in (data[:data.index(b"\n")], data[data.rfind(b"\n", 0, len(data) - 1) + 1:-1]):
+            got_day = _day_of(raw)
+            if got_day != day:
+                raise BadSegment(f"{where}: filed under day {day}, but holds an event of {got_day}: not served")
 
 
 def _make_parent(path: Path) -> None:

@@ -113,8 +113,9 @@ def _line_seq_time(raw: bytes) -> tuple[int, str]:
     return int(ev["sequence"]), ev["time"]
 
 
-def check_segment(where: str, data: bytes, first: int, last: int, sha: str) -> tuple[str, str]:
-    """(time of the first line, time of the last) of a segment that is what its key and metadata say."""
+def check_segment(where: str, data: bytes, first: int, last: int, sha: str, day: str | None = None) -> tuple[str, str]:
+    """(time of the first line, time of the last) of a segment that is what its key and metadata
+    say (its first and last events of the key's UTC ``day``, as ``mirror.verify_segment`` checks)."""
     got = hashlib.sha256(data).hexdigest()
     if got != sha:
         raise BadSegment(f"{where}: its bytes do not match its sha256 (metadata {sha}, bytes {got}): not pulled")
@@ -128,6 +129,14 @@ def check_segment(where: str, data: bytes, first: int, last: int, sha: str) -> t
     if s0 != first or s1 != last:
         raise BadSegment(f"{where}: holds sequences {s0} to {s1}, its key and metadata say {first} to {last}: "
                          "not pulled")
+    if day is not None:
+        for t in (t0, t1):
+            try:
+                got = keys.utc_day(t)
+            except ValueError:
+                got = "no valid time"
+            if got != day:
+                raise BadSegment(f"{where}: filed under day {day}, but holds an event of {got}: not pulled")
     return t0, t1
 
 
@@ -221,7 +230,7 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
                 raise BadSegment(f"{where}: starts at {p.first}, but the segment before it ended at {expect - 1}"
                                  + (" (segments overlap)" if p.first < expect else
                                     f" ({p.first - expect} events missing from the store)"))
-            t0, t1 = check_segment(where, data, p.first, meta.last, meta.sha256)
+            t0, t1 = check_segment(where, data, p.first, meta.last, meta.sha256, p.day)
             if since is not None and prev is None and t1 < since:
                 last_line = data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
                 skipped = (meta.last, hashlib.sha256(last_line).hexdigest(), t1)
