@@ -446,3 +446,39 @@ def test_a_segment_never_crosses_a_day_nor_its_size_limit(tmp_path):
         if a != b:
             assert i + 1 in ends
     assert jsonl(raw)[0]["sequence"] == "000000000001"
+
+
+@pytest.mark.subprocess
+def test_a_pull_killed_part_way_is_said_by_check_and_by_the_next_pull(tmp_path):
+    """kill -9 while pull writes the evidence root: the root says it is unfinished (check exit 1,
+    naming it; a second pull into it names it too). Before, check passed on the partial root."""
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    for i in range(300):
+        (r / "many").mkdir(exist_ok=True)
+        write_spread(r / f"many/l{i:03d}.jsonl", events=20, days=0.1, end_ns=time.time_ns(), log_id=f"many/l{i:03d}",
+                     pad=20)
+    share = tmp_path / "share"
+    share.mkdir()
+    assert ship(r, f"file://{share}").returncode == 0
+    for attempt in range(5):
+        into = tmp_path / f"ev{attempt}"
+        p = subprocess.Popen([WARDRIK, "pull", f"file://{share}", "--into", str(into)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not list(into.glob("many/*.jsonl")) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        p.kill()
+        p.wait()
+        pulled = len(list(into.glob("many/*.jsonl")))
+        if (into / ".wardrik/pull-unfinished").exists() and pulled < 300:
+            break  # killed mid-pull, as wanted
+    else:
+        pytest.fail("the pull always finished before it could be killed")
+    c = run_cli("check", root=into)
+    assert c.returncode == 1 and b"did not finish" in c.stdout + c.stderr, c.stdout
+    again = run_cli("pull", f"file://{share}", "--into", into)
+    assert again.returncode == 2 and b"did not finish" in again.stderr
+    done = tmp_path / "done"
+    assert run_cli("pull", f"file://{share}", "--into", done).returncode == 0
+    assert not (done / ".wardrik/pull-unfinished").exists() and run_cli("check", root=done).returncode == 0

@@ -101,6 +101,12 @@ def check(
         each = progress(logs, "checking")  # a bar on a terminal when the logs are big
     inv = current()
     problems = [p for log in each for p in check_log(log)]
+    marker = root.unfinished_pull()
+    if marker is not None:
+        from wardrik_cli.store.check import Problem
+
+        problems.insert(0, Problem(str(marker), 1, 0, "a pull into this root did not finish (killed part-way): logs "
+                                   "or events may be missing; pull again into a new folder"))
     for p in problems:
         p.file = inv.shown_path(p.file)  # a remote root's log, named by its URL, not by the mirror's path
     failed = any(p.severity == ERROR for p in problems)

@@ -1,6 +1,9 @@
 """``pull``: a store's segments back into an evidence root on local disk.
 
 Contract kept here:
+- While it runs, ``DIR/.wardrik/pull-unfinished`` says so (removed, durably, once every log is
+  written): a pull killed part-way leaves a root that ``check`` reports as unfinished (exit 1)
+  and that a second pull into it names as such.
 - The evidence root (``DIR``, new or empty) holds each pulled log as ``DIR/<log id>.jsonl``
   and the audit log as ``DIR/.wardrik/audit.jsonl``: the concatenation of the log's segments in
   sequence order, byte for byte. ``.wardrik/config.toml`` names the deployment when one was pulled.
@@ -46,7 +49,7 @@ from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Refused, Store
 from wardrik_cli.store.fsutil import fsync_dir, write_all, write_new
-from wardrik_cli.store.layout import Root
+from wardrik_cli.store.layout import UNFINISHED_PULL, Root
 from wardrik_cli.store.log import Log, decode_event, peek
 from wardrik_cli.store.recorded_gaps import RecordedGap, write_gaps
 
@@ -99,6 +102,9 @@ def prepare_into(into: Path) -> None:
             if not into.is_dir() or into.is_symlink():
                 raise BadInput(f"--into {into}: not a folder")
             if any(into.iterdir()):
+                if Root(into).unfinished_pull() is not None:
+                    raise BadInput(f"--into {into}: holds a pull that did not finish (killed part-way): remove the "
+                                   "folder and pull again")
                 raise BadInput(f"--into {into}: not empty (pull makes a new evidence root: give a new or empty folder)")
         into.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -177,6 +183,10 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
             raise BadInput(f"log {name!r} was shipped by deployments {other!r} and {d!r} under {store.url}: "
                            "pick one with --deployment")
     prepare_into(into)
+    # Until every log is written the evidence root says so: a pull killed part-way leaves a
+    # root that check reports as unfinished, never one that looks complete.
+    marker = into / ".wardrik" / UNFINISHED_PULL
+    _write_new(marker, f"a pull from {store.url} into this folder started and has not finished\n".encode())
     result = PullResult(str(into), deployments[0] if len(deployments) == 1 else None)
     if len(deployments) == 1:
         _write_new(into / ".wardrik" / "config.toml", f'deployment = "{deployments[0]}"\n'.encode())
@@ -189,6 +199,8 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
             _pull_log(store, segs, others.get((dep, kind, name), []), log, row, since, warn)
         except (BadSegment, Refused) as e:
             row.error = str(e)
+    marker.unlink()
+    fsync_dir(marker.parent)
     return result
 
 

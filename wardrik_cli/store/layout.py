@@ -53,6 +53,9 @@ def _lstat_mode(path: Path) -> int:
         return 0
 
 
+UNFINISHED_PULL = "pull-unfinished"  # in an evidence root's .wardrik/ while pull writes it
+
+
 class Root:
     """A root directory of agent logs. Cheap to build; touches nothing until asked."""
 
@@ -132,6 +135,12 @@ class Root:
             what = "is not a directory" if self.path.exists() else "does not exist"
             raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
         return self
+
+    def unfinished_pull(self) -> Path | None:
+        """The marker ``pull`` leaves in an evidence root until it has written every log (a
+        pull killed part-way leaves it), if it is there."""
+        p = self.tool_dir / UNFINISHED_PULL
+        return p if p.is_file() and not p.is_symlink() else None
 
     def require_made(self, command: str) -> Root:
         """A root made by ``wardrik init`` or a first append (it has ``.wardrik/``): what the
