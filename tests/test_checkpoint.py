@@ -250,6 +250,20 @@ def test_in_place_edit_of_a_middle_line_is_caught_when_the_file_did_not_grow(roo
     assert orjson.loads(cli("fold", "acme/t").stdout)["state"]["task"] == "How is checkout slow?"
 
 
+def test_in_place_edit_with_its_mtime_put_back_is_caught_by_the_ctime(root, cli):
+    """touch -d puts the mtime back after an edit in place; the ctime it cannot: the
+    checkpoint is discarded (before, the fold answered from the stale checkpoint)."""
+    path = root / "acme" / "t.jsonl"
+    write(root, "acme/t", run_events(1))
+    cli("fold", "acme/t", check=True)
+    assert (root / ".wardrik" / "checkpoints").is_dir()
+    st = os.stat(path)
+    _overwrite(path, b'"Why is', b'"How is', 1)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the mtime put back
+    assert os.stat(path).st_mtime_ns == st.st_mtime_ns and os.stat(path).st_size == st.st_size
+    assert orjson.loads(cli("fold", "acme/t").stdout)["state"]["task"] == "How is checkout slow?"
+
+
 def test_in_place_edit_of_a_middle_line_then_an_append_is_the_documented_limit(root, cli):
     # An in-place edit (same inode) of a line between the first and the checkpoint's, in a
     # file that has grown since, is not seen by the checkpoint (that would mean reading the

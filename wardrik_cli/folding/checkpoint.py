@@ -8,7 +8,7 @@ Contract kept here:
   so no two (log, view) pairs share a file). Only logs under a root have checkpoints; a
   ``.jsonl`` path outside one never does.
 - What: ``{"checkpoint": 2, "log", "view", "version", "seq", "id", "offset", "inode",
-  "size", "mtime_ns", "line_sha256", "first_seq", "first_sha256", "state"}``: the view's
+  "size", "mtime_ns", "ctime_ns", "line_sha256", "first_seq", "first_sha256", "state"}``: the view's
   state after the event with sequence ``seq`` (whose ``id`` it was), ``offset`` the byte where
   the next line starts, ``inode``, ``size`` and ``mtime_ns`` the log file's when it was read,
   and the SHA-256 (hex) of the raw bytes (without the ``\n``) of that event's line and of the
@@ -29,7 +29,8 @@ Contract kept here:
   linked folder), a FIFO, a device or over ``MAX_BYTES`` is none (``Root.read_state``): never
   followed, waited on or read whole; a state too big to be read back is not saved.
 - A file of the same size as when the checkpoint was taken but written since (another
-  mtime) was rewritten in place, not appended to (appends grow it): discarded.
+  mtime, or another ctime: an mtime put back with ``touch`` still changes it) was rewritten in
+  place, not appended to (appends grow it): discarded.
 - The limit: an in-place edit (same inode) of a line between the first and the checkpoint's
   own, keeping the checkpoint's line at the same offset, in a file that has also grown since
   (or whose mtime was put back) is not seen (catching it would mean reading the log, which a
@@ -118,8 +119,11 @@ def load(log: Log, lv: LogView, view_name: str, version: str) -> Checkpoint | No
         return None
     if lv.fd is None or lv.ino != inode or offset > lv.end:
         return None
-    if doc.get("size") == lv.size and doc.get("mtime_ns") != lv.mtime_ns:
-        return None  # written since without growing: rewritten in place, not appended to
+    if doc.get("size") == lv.size and (doc.get("mtime_ns") != lv.mtime_ns or (
+            doc.get("ctime_ns") is not None and doc.get("ctime_ns") != os.fstat(lv.fd).st_ctime_ns)):
+        # written since without growing: rewritten in place, not appended to (an mtime put
+        # back with touch still leaves a new ctime, which no one can set)
+        return None
     first = lines.first_line(lv.fd, lv.end)
     if first is None or _sha256(first[1]) != first_hash or _seq_id(first[1])[0] != first_seq:
         return None
@@ -157,11 +161,12 @@ def save(log: Log, lv: LogView, view_name: str, version: str, seq: int, offset: 
     first = lines.first_line(lv.fd, lv.end) if lv.fd is not None else None
     last_seq, last_id = _seq_id(last_raw)  # both lines were decoded by the fold that read them
     first_seq = _seq_id(first[1])[0] if first is not None else None
-    if first is None or first_seq is None or lv.ino is None or last_seq != seq:
+    if first is None or first_seq is None or lv.ino is None or last_seq != seq or lv.fd is None:
         return False
+    first_fd = lv.fd
     head = orjson.dumps({"checkpoint": FORMAT, "log": log.name, "view": view_name, "version": version,
                          "seq": seq, "id": last_id, "offset": offset, "inode": lv.ino,
-                         "size": lv.size, "mtime_ns": lv.mtime_ns,
+                         "size": lv.size, "mtime_ns": lv.mtime_ns, "ctime_ns": os.fstat(first_fd).st_ctime_ns,
                          "line_sha256": _sha256(last_raw), "first_seq": first_seq,
                          "first_sha256": _sha256(first[1])})
     body = head[:-1] + b',"state":' + state_json + b"}"
