@@ -179,3 +179,19 @@ def test_an_oversized_watermark_in_a_bucket_is_refused(tmp_path, bucket):
     one_error(p, f"{where}: it is ")
     ok = run_cli("--root", bucket.url, "page", "acme/b", "-o", "jsonl")  # the rest still reads
     assert ok.returncode == 0 and len(jsonl(ok.stdout)) == 3
+
+
+def test_objects_planted_in_a_bucket_are_said_and_never_block_a_read(tmp_path, bucket):
+    """A key no log has (a log id that cannot be one) is left out of a pull with a warning
+    (before: silently); a folder `deployment=..` under the prefix is no deployment, so readers
+    do not ask which deployment to read (before: every remote read failed, exit 2)."""
+    shipped(tmp_path, bucket.url)
+    meta = {"wardrik-last-sequence": "000000000001", "wardrik-sha256": "0" * 64, "wardrik-root-id": "x"}
+    bucket.put("fleet/v1/deployment=local/kind=agents/log=..~..~PWNED/day=2026-12-01/000000000001.jsonl", b"x\n", meta)
+    bucket.put("fleet/v1/deployment=../junk", b"y", {})
+    ok = run_cli("--root", bucket.url, "page", "acme/*", "-o", "jsonl")
+    assert ok.returncode == 0 and len(jsonl(ok.stdout)) == 6, ok.stderr
+    p = run_cli("pull", bucket.url, "--into", str(tmp_path / "ev"), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert b"2 object(s)" in p.stderr and b"not wardrik's" in p.stderr
+    assert sorted(x.name for x in (tmp_path / "ev").rglob("*.jsonl")) == ["a.jsonl", "b.jsonl"]

@@ -49,6 +49,11 @@ def validate_log_id(text: str) -> str:
     raise BadLogId(f"bad log id {shown}: {why}")
 
 
+def is_deployment(name: str) -> bool:
+    """Is ``name`` a deployment name (what ``validate_deployment`` takes)?"""
+    return len(name) <= 63 and re.fullmatch(_DEPLOYMENT_RE, name) is not None
+
+
 def validate_deployment(name: str) -> str:
     if len(name) <= 63 and re.fullmatch(_DEPLOYMENT_RE, name):
         return name

@@ -63,7 +63,9 @@ from typing import Any
 import orjson
 
 from wardrik_cli.errors import BadInput, Failure
-from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards, pattern_regex, validate_deployment, validate_pattern
+from wardrik_cli.protocol.names import (
+    AUDIT_NAME, has_wildcards, is_deployment, pattern_regex, validate_deployment, validate_pattern,
+)
 from wardrik_cli.remote import gaps, keys
 from wardrik_cli.remote.stores import FolderStore, Meta, S3Store, Store
 from wardrik_cli.store import lines
@@ -143,7 +145,9 @@ def store_deployments(store: Store) -> list[str]:
     for n in names:
         if n.startswith("deployment="):
             found.append(n[len("deployment="):])
-    return sorted(set(found))
+    # A folder under the prefix named as no deployment can be (``deployment=..``, planted) is no
+    # deployment: it never makes every reader ask which one to read.
+    return sorted({d for d in found if is_deployment(d)})
 
 
 def open_mirror(url: str, env: Mapping[str, str], given: str | None, *,

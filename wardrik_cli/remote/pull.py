@@ -95,6 +95,11 @@ class PullResult:
                 "bytes": sum(r.bytes for r in self.logs)}
 
 
+def safe_key(key: str) -> str:
+    """A store key as one printable, quoted line (a planted key may hold anything)."""
+    return ascii(key[:300] + ("..." if len(key) > 300 else ""))
+
+
 def prepare_into(into: Path) -> None:
     """DIR must be new or an empty folder (BadInput otherwise); made here."""
     try:
@@ -154,6 +159,7 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
     # (deployment, kind, name) -> [(first, day, key)]
     found: dict[tuple[str, str, str], list[keys.Parsed]] = {}
     others: dict[tuple[str, str, str], list[remote_gaps.Other]] = {}
+    strangers: list[str] = []  # objects under the prefix that wardrik never writes: left out, and said
     for key in store.list_all(start):
         p = keys.parse_key(store.prefix, key)
         o = remote_gaps.parse_other(store.prefix, key) if p is None else None
@@ -162,6 +168,8 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
         elif p is not None:
             kind, name = p.kind, p.name
         else:
+            if o is None:
+                strangers.append(key)
             continue
         if kind == keys.AGENTS and rxs and not any(rx.fullmatch(name) for rx in rxs):
             continue
@@ -175,6 +183,9 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
         if since_day is not None and p.day < since_day:
             continue
         found.setdefault((p.deployment, p.kind, p.name), []).append(p)
+    if strangers:
+        warn(f"{len(strangers)} object(s) under {store.url} are not wardrik's (no log's segment, record or owner) "
+             f"and were left out, e.g. {safe_key(strangers[0])}")
     deployments = sorted({d for d, _, _ in found})
     by_log: dict[tuple[str, str], str] = {}
     for d, kind, name in sorted(found):
