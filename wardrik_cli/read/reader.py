@@ -319,6 +319,11 @@ class Reader:
                     start, exact = at_time, False
         return view, start, pos, exact
 
+    def judge_accepts(self) -> Callable[[dict[str, Any]], bool] | None:
+        """``judge``'s accepts, the same for every log."""
+        f = self.filters
+        return None if f.only_times and f.since is None else f.accepts
+
     def judge(self, name: str, pending: list[RecordedGap] | None = None
               ) -> tuple[Callable[[dict[str, Any]], bool] | None, OnGap | None]:
         """(accepts, on_gap) for reading log ``name``: accepts is None when every line read
@@ -382,10 +387,9 @@ class Reader:
             view, start, pos, exact = got
             low = _low(view, start)  # every line from here on is merged at this time or later
             if low is not None:
-                met: list[RecordedGap] = []
-                accepts, on_gap = self.judge(log.name, met)
-                sources.append(Source(log.name, start, pos, exact, low, [view, accepts, on_gap, self.block, met,
-                                                                         repeat_reporter(log.name, self.warn)]))
+                # A log's gap and repeat reporters are made when it first meets one (see fill):
+                # over tens of thousands of logs, two closures each outweighed the read.
+                sources.append(Source(log.name, start, pos, exact, low, [view, None, None, self.block, [], None]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -395,9 +399,27 @@ class Reader:
 
         every = test is None  # no filter: every line read is a match, checked a span at a time
 
+        accepts = self.judge_accepts()
+
+        def reporters(src: Source) -> tuple[OnGap, OnRepeat]:
+            state = src.state
+
+            def on_gap(a: int, b: int) -> None:
+                if state[1] is None:
+                    state[1] = gap_reporter(self._by_name[src.name], self.warn, state[4],
+                                            recorded=self._gap_root is not None, since=self.filters.since) or _quiet
+                state[1](a, b)
+
+            def on_repeat(off: int, seq: int, before: int) -> None:
+                if state[5] is None:
+                    state[5] = repeat_reporter(src.name, self.warn) or _quiet
+                state[5](off, seq, before)
+
+            return on_gap, on_repeat
+
         def fill(src: Source) -> list[Entry]:
             state = src.state
-            view, accepts, on_gap, read, pending, on_repeat = state
+            view, _, _, read, pending, _ = state
             view.reacquire()
             name = src.name
             if every and accepts is None:
@@ -415,6 +437,7 @@ class Reader:
             out: list[Entry] = []
             kept = 0
             first = src.offset
+            on_gap, on_repeat = reporters(src)
             for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
                 for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
                                  on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
@@ -594,3 +617,7 @@ def head(logs: list[Log]) -> Cursor:
             view.ends_from_bytes = True
             cur[log.name] = view.last_seq()
     return cur
+
+
+def _quiet(*_args: int) -> None:
+    """A reporter with no one to tell (no ``warn``)."""
