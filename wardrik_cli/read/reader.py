@@ -319,6 +319,13 @@ class Reader:
                     start, exact = at_time, False
         return view, start, pos, exact
 
+    def _passed(self, name: str, pos: int) -> None:
+        """The seek by ``--since`` passed over the events through ``pos``: the cursor moves past
+        them, as past any event a filter leaves out (a log wholly before the window too, which
+        no read reaches: its cursor stayed where it was, and the next page read it all)."""
+        if pos > self.positions[name]:
+            self.positions[name] = pos
+
     def judge_accepts(self) -> Callable[[dict[str, Any]], bool] | None:
         """``judge``'s accepts, the same for every log."""
         f = self.filters
@@ -356,6 +363,7 @@ class Reader:
                 return
             view, start, pos, exact = got
             name = log.name
+            self._passed(name, pos)
             pending: list[RecordedGap] = []
             accepts, on_gap = self.judge(name, pending)
             batch: list[Entry] = []
@@ -385,6 +393,7 @@ class Reader:
             if got is None:
                 continue
             view, start, pos, exact = got
+            self._passed(log.name, pos)
             low = _low(view, start)  # every line from here on is merged at this time or later
             if low is not None:
                 # A log's gap and repeat reporters are made when it first meets one (see fill):

@@ -208,7 +208,7 @@ def print_sweep(result: SweepResult) -> None:
         table.add_column(col, justify=just)
     for r in result.logs:
         note = Text(f"error: {r.error}", style="red") if r.error else \
-            Text("times go backwards: prefix only", style="yellow") if r.notes else Text("")
+            Text("; ".join(r.notes), style="yellow") if r.notes else Text("")  # what each note says
         table.add_row(r.log, f"{r.dropped:,}", f"{r.kept:,}", size_text(r.bytes_before), size_text(r.bytes_after), note)
     before = sum(r.bytes_before for r in result.logs)
     after = sum(r.bytes_after for r in result.logs)

@@ -186,7 +186,8 @@ def _summarize(event: dict[str, Any]) -> str:
         return s
     if t == "events.dropped":
         n = d.get("count")
-        return f"{n} event{'' if n == 1 else 's'} of {one_line(d.get('log'))} dropped by retention before this point"
+        return (f"{n} event{'' if n == 1 else 's'} of {one_line(d.get('log'))} before this point "
+                "{} not here (dropped by retention, or left out of a copy)".format("is" if n == 1 else "are"))
     if t == "activity.changed":
         doing = d.get("doing") or []
         what = doing_text(doing) if isinstance(doing, list) else one_line(doing)
