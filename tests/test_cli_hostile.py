@@ -395,7 +395,8 @@ def test_a_refused_append_leaves_the_torn_tail(tmp_path, damage):
     assert {q.name: q.read_bytes() for q in root.iterdir() if q.is_file()} == before
 
 
-@pytest.mark.parametrize("cmd", [["page", "a"], ["tail", "a"], ["export", "otlp", "-o", "OUT"]])
+@pytest.mark.parametrize("cmd", [["page", "a"], ["tail", "a"], ["export", "otlp", "-o", "OUT"],
+                                 ["page", "a", "--after", "eyJhIjowfQ"], ["tail", "a", "--after", "eyJhIjowfQ"]])
 def test_a_cursor_file_in_a_folder_that_does_not_exist_is_refused_before_anything_is_read(tmp_path, cmd):
     """Before, page printed every event, then failed to keep the cursor (exit 1)."""
     root = tmp_path / "root"

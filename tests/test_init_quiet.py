@@ -33,7 +33,7 @@ def test_init_makes_a_root_and_keeps_what_it_is_not_given(tmp_path):
     assert orjson.loads(run_cli("compact", "--dry-run", "-F", "json", root=r).stdout)["retention"] == "30d"
 
 
-def test_init_takes_the_folder_as_an_argument_and_always_writes_its_config(tmp_path):
+def test_init_takes_the_folder_as_an_argument_and_always_writes_its_config(tmp_path, monkeypatch):
     """`wardrik init DIR` as `wardrik --root DIR init`; a new root gets a config.toml even with
     no setting given (its help says it makes one): the settings shown as comments."""
     import tomllib
@@ -47,6 +47,11 @@ def test_init_takes_the_folder_as_an_argument_and_always_writes_its_config(tmp_p
     assert tomllib.loads((d / ".wardrik" / "config.toml").read_text()) == {"retention": "9d"}
     p = run_cli("--root", str(tmp_path / "other"), "init", str(d))
     assert p.returncode == 2 and p.stderr.startswith(b"error:") and not (tmp_path / "other").exists()
+    monkeypatch.chdir(tmp_path)  # where a folder named after the URL was made
+    for url in (f"file://{tmp_path}/remote", "s3://bucket/prefix"):  # as --root URL: a remote root is read only
+        p = run_cli("init", url)
+        assert p.returncode == 2 and b"remote root" in p.stderr, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a"]  # no folder named after the URL
 
 
 def test_init_refuses_bad_values_and_makes_nothing(tmp_path):

@@ -180,6 +180,46 @@ def test_a_log_deleted_and_made_again_is_refused_never_mixed_in(tmp_path, target
             assert {k: target.get(k)[0] for k in target.segments()} == before, (n, cache)
 
 
+def test_a_log_made_again_up_to_the_stores_last_segment_is_refused_without_the_cache(tmp_path, target):
+    """Store: segments 1..3 and 4..5; the log made again holds 1..3. From the store's listing
+    (no position cache) the shipper tried segment 4 again, had no local line for it, and said
+    nothing (exit 0): the store ahead of the local log is refused as with the cache."""
+    r = tmp_path / "root"
+    add = ["append", "solo", "trigger.fired", "--data", '{"trigger": {"name": "x"}}']
+    for n in (3, 2):
+        for _ in range(n):
+            run_cli(*add, root=r, check=True)
+        assert ship(r, target.url).returncode == 0
+    before = {k: target.get(k)[0] for k in target.segments()}
+    assert len(before) == 2
+    (r / "solo.jsonl").unlink()
+    for _ in range(3):
+        run_cli(*add, root=r, check=True)
+    shutil.rmtree(r / ".wardrik/ship")
+    p = ship(r, target.url)
+    assert p.returncode == 1 and b"holds it through sequence 5" in p.stderr, p.stderr
+    assert {k: target.get(k)[0] for k in target.segments()} == before
+
+
+def test_a_log_compacted_before_its_first_ship_pulls_clean(tmp_path, target):
+    """The store never had its start and holds no record of why: pull starts the evidence log
+    at the store's first segment with a record, as a remote read does (before: exit 1, '2
+    events missing from the store', and an empty log)."""
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    write_spread(r / "old.jsonl", events=40, days=60, end_ns=time.time_ns() - DAY_NS, log_id="old", pad=20)
+    run_cli("compact", "-q", "--retention", "30d", root=r, check=True)
+    first = orjson.loads((r / "old.jsonl").read_bytes().split(b"\n")[0])["sequence"]
+    assert int(first) > 1
+    assert ship(r, target.url).returncode == 0
+    p = run_cli("pull", target.url, "--into", tmp_path / "ev", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "ev/old.jsonl").read_bytes() == (r / "old.jsonl").read_bytes()
+    assert run_cli("check", root=tmp_path / "ev").returncode == 0
+    got = jsonl(run_cli("page", "old", "--all", "-o", "jsonl", root=tmp_path / "ev").stdout)
+    assert got[0]["type"] == "wardrik.events.dropped" and got[0]["data"]["count"] == int(first) - 1
+
+
 def test_shipping_goes_on_after_local_compaction(tmp_path, target):
     r = tmp_path / "root"
     run_cli("init", root=r, check=True)

@@ -78,11 +78,30 @@ def test_a_lone_line_out_of_order_near_the_seek_is_found(tmp_path):
     """Every line in the window before the seek's answer is checked, not only samples: one
     later line among 200 (a hand edit, 66 KB log) was left out by page --since."""
     root = tmp_path / "root"
-    times = [T0] * 200
-    times[10] = T0 + timedelta(days=50)
-    _write(root / "a" / "x.jsonl", times)
     since = format_dt(T0 + timedelta(days=30))
-    for read in (_page, _tail):
+    # page's seek checks the 256 KB before its answer; tail's read-back the 16 KB before the
+    # first line it meets older than --since (one small read a log)
+    for read, late in ((_page, 10), (_tail, 180)):
+        times = [T0] * 200
+        times[late] = T0 + timedelta(days=50)
+        _write(root / "a" / "x.jsonl", times)
         code, events, err = read(root, "--since", since)
-        assert code == 0 and [int(e["sequence"]) for e in events] == [11], read
+        assert code == 0 and [int(e["sequence"]) for e in events] == [late + 1], read
         assert "not in order" in err
+
+
+def test_a_page_since_moves_the_cursor_past_a_log_wholly_before_the_window(tmp_path):
+    """The seek by --since passes over a log's events before the window: the cursor moves past
+    them whether or not the log has events in the window (before: a log wholly before it kept
+    position 0, and the next page without --since read it all again)."""
+    from wardrik_cli.protocol.cursor import decode_cursor
+
+    root = tmp_path / "root"
+    _write(root / "a" / "x.jsonl", [T0 + timedelta(seconds=i) for i in range(5)])  # all before the window
+    _write(root / "a" / "y.jsonl", [T0 + timedelta(days=2, seconds=i) for i in range(3)])  # in it
+    out, err = io.BytesIO(), io.BytesIO()
+    cur = tmp_path / "c.cur"
+    code = run(["--root", str(root), "page", "a/*", "--since", format_dt(T0 + timedelta(days=1)), "--cursor-file",
+                str(cur), "-o", "jsonl"], {"NO_COLOR": "1"}, stdout=out, stderr=err)
+    assert code == 0 and len(out.getvalue().splitlines()) == 3, err.getvalue()
+    assert decode_cursor(cur.read_text().strip()) == {"a/x": 5, "a/y": 3}

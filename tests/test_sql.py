@@ -199,6 +199,7 @@ def test_pretty_cells_are_sanitised(sroot):
     ("select * from read_csv('out.csv')", "Permission Error"),
     ("select * from query('create table z as select 1')", "Parser Error"),
     ("select getenv('HOME')", "getenv"),
+    ("select '\udcff'", "not valid UTF-8"),  # a byte that is not UTF-8 on the command line: an internal error before
 ])
 def test_refused_with_one_error_line_and_nothing_written(sroot, tmp_path, monkeypatch, query, says):
     monkeypatch.chdir(tmp_path)  # DuckDB writes relative files (copy, attach, .tmp) to the working dir

@@ -11,7 +11,7 @@ from typing import Any
 
 
 from wardrik_cli.cli.context import current
-from wardrik_cli.errors import BadInput, CorruptLedger
+from wardrik_cli.errors import BadCursor, BadInput, CorruptLedger
 from wardrik_cli.protocol.cursor import Cursor, decode_cursor
 
 # orjson reads an integer past 64 bits as a float, silently changing it; such digit runs
@@ -63,6 +63,9 @@ def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
 
     if cursor_file is not None:
         refuse_root_file(cursor_file, "--cursor-file")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(cursor_file))):
+            # refused now, not after the events are printed and the cursor cannot be kept
+            raise BadCursor(f"cursor file {cursor_file}: its folder does not exist (make it first)")
     if after is not None:
         return decode_cursor(after)
     if cursor_file is not None:

@@ -53,6 +53,11 @@ def init(
     if folder is not None:
         if not folder:
             raise BadInput("init: DIR is empty")
+        from wardrik_cli.cli.context import REMOTE_SCHEMES
+
+        if folder.startswith(REMOTE_SCHEMES):
+            raise BadInput(f"init writes a root, and {folder} is a remote root, which is read only: init works on a "
+                           "local folder (remote roots are filled by `wardrik ship`)")
         if inv.root_arg is not None and os.path.abspath(str(inv.root_arg)) != os.path.abspath(folder):
             raise BadInput(f"init: two folders given, --root {inv.root_arg} and {folder}: give one")
         root = Root(Path(folder))

@@ -75,6 +75,12 @@ def sql(
     from wardrik_cli.read.sql import Query
 
     inv = current()
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 on the command line
+        from wardrik_cli.errors import BadInput
+
+        raise BadInput("the query is not valid UTF-8 text") from None
     shown = SqlFormat(fmt) if fmt is not None else SqlFormat.pretty if inv.isatty() else SqlFormat.jsonl
     url = inv.remote_root_url
     root, logs = (inv.root, None) if url is None else _remote(inv, url, query)

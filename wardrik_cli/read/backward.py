@@ -12,10 +12,12 @@ Contract kept here:
 - A line in this tool's shape is judged on its bytes first (``store.log.peek`` and the
   filters' ``LineTest``); only lines that may match are decoded (which also validates them: a
   corrupt complete line is ``CorruptLedger``, or skipped when ``on_corrupt`` is given).
-- With ``since``, a log is read back no further than where its seek by time puts the window's
-  start (``LogView.offset_at_time``: bisection, checked); a log whose times that check finds
-  out of order is read back to its start, its lines older than ``since`` passed over, and
-  ``on_unsorted(log)`` is told.
+- With ``since``, a log is read back no further than its first line older than ``since``, once
+  every line in the ``SINCE_CHECK`` bytes before that one is older too (one small read); a log
+  where one is not (times out of order) is read back to its start, its lines older than
+  ``since`` passed over, and ``on_unsorted(log)`` is told. The limit: a line out of order
+  further back than that is not seen (``page --since``'s seek checks more: its window and
+  samples, ``LogView.offset_at_time``).
 - A sequence gap between lines read back goes to ``on_gap(log, before, after)``; a line
   whose sequence is not below the one read back before it (repeated or out of order) is passed
   over and goes to ``on_repeat(log, offset, seq, after)``.
@@ -33,11 +35,12 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
 from wardrik_cli.read.reader import KEEP_OPEN, MIN_BLOCK, READ_BUDGET, block_size
 from wardrik_cli.store import lines
-from wardrik_cli.store.log import LogView, peek
+from wardrik_cli.store.log import LogView, decode_event, peek
 
 PROBE = 1 << 12  # the first read back of a log: a tail of a few lines costs a few KB
 MAX_BLOCK = 1 << 16
 LONG = 1 << 20  # a part-line this long: the rest of the line is found, then read whole
+SINCE_CHECK = 16 << 10  # bytes before a log's first line older than --since checked for later ones
 
 
 class _Back:
@@ -156,15 +159,32 @@ class ReadBack:
         heap: list[_Newest] = []
         starts: dict[int, int] = {}  # per log met older than since: where its window starts
 
-        def window_start(back: _Back) -> int:
+        def window_start(back: _Back, off: int) -> int:
+            """Where the read-back of this log may stop, met at ``off`` its first line older than
+            ``since``: there, when every line in the ``SINCE_CHECK`` bytes before it is older too
+            (one read: a quiet log costs a block, not a seek's bisection and samples); else 0,
+            the log's start (its times are out of order: read back whole, and said)."""
             view = back.view
             view.reacquire()
             if view.fd is None or view.ino != back.ino:
                 return view.end  # replaced while read back: this snapshot ends here
             assert since is not None
-            at = view.offset_at_time(since)
-            if not view.sorted_by_time and self.on_unsorted is not None:
-                self.on_unsorted(view.log.name)
+            lo = max(off - SINCE_CHECK, 0)
+            data = os.pread(view.fd, off - lo, lo)
+            if lo > 0:
+                data = data[data.find(b"\n") + 1:] if b"\n" in data[:-1] else b""
+            at = off
+            for raw in data[:-1].split(b"\n") if data else ():
+                p = peek(raw)
+                try:
+                    t = p[2].decode() if p is not None else decode_event(raw)["time"]
+                except (ValueError, UnicodeDecodeError):
+                    continue  # a damaged line: the read-back meets it, if it reaches it
+                if t >= since:
+                    at = 0
+                    if self.on_unsorted is not None:
+                        self.on_unsorted(view.log.name)
+                    break
             if many:
                 view.release()
             return at
@@ -197,7 +217,7 @@ class ReadBack:
                 back.last_seq = seq
                 if since is not None and t < since:
                     if idx not in starts:
-                        starts[idx] = window_start(back)
+                        starts[idx] = window_start(back, off)
                     if off < starts[idx]:
                         return  # before the window's start: so is the rest of this log
                     continue  # older, but inside a log whose times are out of order: read on back

@@ -227,6 +227,10 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
     while start in gaps and not (segs and segs[0].first <= gaps[start].last):  # a segment wins over a gap
         g = gaps.pop(start)
         start, drop_time, drop_hash = g.last + 1, g.time, None
+    if wm is None and segs and segs[0].first > start and since is None:
+        # compacted before its first ship: the store never had its start (a remote read starts
+        # there too); the evidence log starts at the store's first segment, with its record
+        start, drop_time, drop_hash = segs[0].first, None, None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     first_time: str | None = None
@@ -279,6 +283,8 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
             write_gaps(log.root, log.state_key, recorded)  # durable: the evidence root is kept
     fsync_dir(path.parent)
     if start > 1 and (row.first == start or (row.first == 0 and not segs)):
+        if drop_hash is None and log.is_audit and row.first:
+            drop_hash = _prevhash(path)  # nothing before it to check it against: the chain goes on from it
         _write_record(log, start, drop_time, drop_hash, first_time)
         row.dropped = start - 1
     elif row.first > 1:

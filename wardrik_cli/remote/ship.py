@@ -501,6 +501,11 @@ class Shipper:
         if best is not None and best.first >= first_local:
             pos = best.first - 1  # try it again: the conditional create confirms it against the local lines
             self.retry_key[ident] = best.key
+            if view is not None and best.first > view.last_seq():
+                # no local line to try it with: the store is ahead of the local log
+                meta = self.store.read_meta(best.key)
+                if meta is not None and meta.root_id == self.root_id:
+                    pos = meta.last
         elif best is not None:
             meta = self.store.read_meta(best.key)
             if meta is None:
