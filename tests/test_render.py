@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -265,3 +266,15 @@ def test_a_completed_message_shows_its_tokens_and_cost():
     assert summarize(e) == "m1 · 1,204 in · 310 out · $0.0031"
     bad = {"type": "wardrik.message.completed", "data": {"message": {"id": "m2"}, "usage": {"input_tokens": "x"}}}
     assert summarize(bad) == "m2"
+
+
+def test_a_view_without_a_renderer_is_shown_as_json(tmp_path):
+    """fold --view usage (or a custom view without render) in pretty: the state as JSON, as
+    -o json gives it, not Python's repr (`None`, single quotes)."""
+    root = _copy(tmp_path)
+    p = run_cli("fold", "acme/triage", "--view", "usage", "-F", "pretty", root=root)
+    assert p.returncode == 0, p.stderr
+    body = p.stdout.decode().split("\n", 1)[1]
+    assert orjson.loads(body) == orjson.loads(run_cli("fold", "acme/triage", "--view", "usage", "-F", "json",
+                                                      root=root).stdout)["state"]
+    assert "None" not in body and "'" not in body

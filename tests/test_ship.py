@@ -347,6 +347,9 @@ def test_a_second_root_shipping_the_same_log_id_is_refused_naming_both(tmp_path,
     assert {k: v for k, v in after.items() if "log=acme~billing" in k} == \
         {k: v for k, v in before.items() if "log=acme~billing" in k}
     assert store_bytes(target, "other") == (b / "other.jsonl").read_bytes()  # its other logs still go
+    # in pretty, the summary counts the refused log (before: "nothing new to ship", then errors)
+    q = run_cli("ship", target.url, "-F", "pretty", root=b)
+    assert q.returncode == 1 and b"nothing new" not in q.stderr and b"1 log(s) refused" in q.stderr, q.stderr
 
 
 # ---------------------------------------------------------------------------

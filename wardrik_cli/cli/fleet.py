@@ -140,9 +140,15 @@ def ship(
         doc = result.to_json()
         if not quiet and (doc["segments"] or not follow):
             if shown == Format.pretty:
-                inv.note(f"shipped {doc['segments']} segment(s), {doc['events']:,} event(s), {_size(doc['bytes'])} "
-                         f"of {sum(1 for r in result.logs if r.segments)} log(s) to {store.url}" if doc["segments"]
-                         else f"nothing new to ship to {store.url}")
+                failed = len(result.failed)
+                if doc["segments"]:
+                    inv.note(f"shipped {doc['segments']} segment(s), {doc['events']:,} event(s), "
+                             f"{_size(doc['bytes'])} of {sum(1 for r in result.logs if r.segments)} log(s) to "
+                             f"{store.url}" + (f"; {failed} log(s) not shipped (below)" if failed else ""))
+                elif failed:
+                    inv.note(f"nothing shipped to {store.url}: {failed} log(s) refused (below)")
+                else:
+                    inv.note(f"nothing new to ship to {store.url}")
             elif shown == Format.jsonl:
                 for row in doc["logs"]:
                     write_json(row, indent=False)

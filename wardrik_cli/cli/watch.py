@@ -100,9 +100,10 @@ def activity(
 ) -> None:
     """Show what each matched agent is doing now, for how long, and how many messages wait.
 
-    doing: the tool calls running, else the model call or wait on a person the run started
-    last, while it has not ended; empty once the run ends. pending: messages received and
-    not yet taken by a run. The table also shows the open run when nothing else is open, and
+    doing (json): the tool calls running, else the model call or wait on a person the run
+    started last, ended or not; empty once the run ends (the table shows only what is still
+    open). pending: messages received and not yet taken by a run. The table also shows the
+    open run when nothing else is open, and
     how the last run ended (completed, failed, abandoned) and when. --watch keeps a live
     table that changes as the logs do, its columns fixed for the session (Ctrl-C ends it,
     exit 0); on a pipe it prints a JSON line at each change.

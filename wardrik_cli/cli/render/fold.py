@@ -371,8 +371,7 @@ def print_fold(result: FoldResult, view: Any) -> None:
     else:
         shown = Rendering(view, result.view, result.log, result.through).render(result.state)
     if shown is None:
-        from rich.pretty import Pretty
-        shown = Pretty(result.state)
+        shown = _as_json(result.state)
     head = Text()
     head.append(str(result.log), style="bold")
     head.append(" folded into ")
@@ -380,6 +379,23 @@ def print_fold(result: FoldResult, view: Any) -> None:
     head.append(f" through {result.through}", style="dim")
     c.print(head)
     c.print(shown)
+
+
+def _as_json(state: Any) -> Any:
+    """A state with no renderer of its own, as the JSON ``-o json`` prints (indented; what JSON
+    cannot hold as its text), controls shown as escapes; Rich's pretty form of a Python value
+    when it is not JSON at all."""
+    import orjson
+    from rich.text import Text
+
+    from wardrik_cli.cli.safe_text import safe
+
+    try:
+        text = orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        from rich.pretty import Pretty
+        return Pretty(state)
+    return Text(safe(text))
 
 
 def print_activities(acts: dict[str, dict[str, Any]]) -> None:
