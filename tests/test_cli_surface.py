@@ -194,3 +194,22 @@ def test_head_takes_every_format(tmp_path):
             assert (p.returncode, p.stdout, p.stderr) == (0, want + b"\n", b""), (opt, fmt, p.stderr)
         p = run_cli("head", "acme/x", opt, "json", root=tmp_path)
         assert p.returncode == 0 and orjson.loads(p.stdout) == {"next": want.decode()}, p.stderr
+
+
+@pytest.mark.parametrize("args, opt", [
+    (["-g", "pool", "-g", "exhausted"], "--grep"),  # a reader meant both, or either: read neither silently
+    (["--grep=pool", "-g", "exhausted"], "--grep"),
+    (["-o", "json", "-o", "jsonl"], "--format"),
+    (["--limit", "5", "--limit", "6"], "--limit"),
+    (["--run", "abcd", "--run", "beef"], "--run"),
+])
+def test_a_commands_one_value_option_twice_with_different_values_is_refused(two_roots, args, opt):
+    """Before, the last one silently won (-g a -g b searched for b alone)."""
+    _a, b = two_roots
+    p = run_cli("page", "acme/x", *args, root=b)
+    assert p.returncode == 2 and p.stdout == b""
+    assert p.stderr.decode().startswith(f"error: {opt} given twice with different values"), p.stderr
+    if "=" not in args[0]:
+        same = run_cli("page", "acme/x", *args[:2], *args[:2], root=b)  # the same value twice: as once
+        assert same.returncode == 0, same.stderr
+    assert run_cli("page", "acme/x", "-t", "trigger.fired", "-t", "run.started", root=b).returncode == 0  # repeatable

@@ -265,6 +265,7 @@ def hoist_globals(argv: list[str], top: Any) -> list[str]:
     hoisted: list[str] = []
     rest: list[str] = []
     command = top
+    given: dict[str, tuple[str, str]] = {}  # a command's one-value option -> (as spelled, value)
     i, in_command = 0, False
     while i < len(argv):
         arg = argv[i]
@@ -292,7 +293,12 @@ def hoist_globals(argv: list[str], top: Any) -> list[str]:
             hoisted.append(arg)
         elif arg in _value_options(command):
             rest.extend(argv[i:i + 2])
+            if i + 1 < len(argv):
+                _once(given, _single_value_options(command), arg, argv[i + 1])
             i += 1
+        elif "=" in arg and name in _value_options(command):
+            rest.append(arg)
+            _once(given, _single_value_options(command), name, arg.split("=", 1)[1])
         else:
             rest.append(arg)
             if not arg.startswith("-"):
@@ -318,6 +324,30 @@ def _value_options(command: Any) -> frozenset[str]:
         if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False) and p.nargs != 0:
             names.update(p.opts)
     return frozenset(names)
+
+
+def _single_value_options(command: Any) -> dict[str, str]:
+    """The command's options that take one value (not repeatable): each spelling -> the option."""
+    out: dict[str, str] = {}
+    for p in getattr(command, "params", ()):
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False) and p.nargs == 1 \
+                and not getattr(p, "multiple", False):
+            for o in p.opts:
+                out[o] = p.opts[-1] if p.opts[-1].startswith("--") else p.opts[0]
+    return out
+
+
+def _once(given: dict[str, tuple[str, str]], single: dict[str, str], spelled: str, value: str) -> None:
+    """Refuse a command's one-value option given twice with different values (``-g a -g b``):
+    the last one silently winning would read a different result set than the one asked for."""
+    opt = single.get(spelled)
+    if opt is None:
+        return
+    if opt in given and given[opt][1] != value:
+        first, before = given[opt]
+        raise BadInput(f"{opt} given twice with different values ({before!r} as {first}, {value!r} as {spelled}); "
+                       "it takes one" + (" (a regex: join them with |)" if opt == "--grep" else ""))
+    given[opt] = (spelled, value)
 
 
 def _refuse_conflicts(args: list[str]) -> None:
