@@ -13,7 +13,7 @@ import typer
 
 from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
-from wardrik_cli.cli.inputs import build_filters, on_corrupt, patterns_or_all, refuse_root_file
+from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all, refuse_root_file
 from wardrik_cli.cli.options import Patterns, Run, SkipCorrupt, Since, Until
 
 
@@ -196,7 +196,7 @@ def export_otlp(
     """
     from wardrik_cli.errors import BadInput
     from wardrik_cli.folding import otlp
-    from wardrik_cli.read.cursor_file import read_file, write_file
+    from wardrik_cli.read.cursor_file import write_file
     from wardrik_cli.read.reader import resolve_logs
 
     inv = current()
@@ -207,8 +207,7 @@ def export_otlp(
     # append spans to a log, a cursor file there would replace it.
     if output is not None and output != "-":
         refuse_root_file(output, "-o/--output")
-    if cursor_file is not None:
-        refuse_root_file(cursor_file, "--cursor-file")
+    cursor = load_cursor(None, cursor_file)  # a file of the root, or in no folder: refused before anything
     sink: Any
     if output is not None:
         protocol, dest = "http/json", ("stdout" if output == "-" else output)
@@ -226,7 +225,6 @@ def export_otlp(
             need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")  # before anything is read
         sink = otlp.HttpSink(dest, **settings)
     logs = resolve_logs(inv.root, patterns_or_all(patterns))
-    cursor = read_file(cursor_file) if cursor_file is not None else None
     if output is not None:
         if output == "-":
             sink = otlp.FileSink(inv.stdout, "stdout", fsync=False)

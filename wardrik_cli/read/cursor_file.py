@@ -26,9 +26,6 @@ def read_file(path: Path) -> Cursor | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a link the user made is theirs
     except FileNotFoundError:
-        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            # refused now, not after the events are printed and the cursor cannot be kept
-            raise BadCursor(f"cursor file {path}: its folder does not exist (make it first)") from None
         return None
     except OSError as e:
         raise BadCursor(f"cannot read cursor file {path}: {e.strerror}") from None
