@@ -248,3 +248,33 @@ def test_activity_watch_waits_out_a_deleted_root_and_shows_the_new_one(tmp_path)
         rc = p.wait(CEILING)
     assert rc == 0 and b"Traceback" not in err and b"error" not in err, bytes(err)
     assert err.count(b"was deleted; waiting for it to be made again") == 1, bytes(err)
+
+
+def test_a_follower_of_a_plain_folder_registers_once_an_append_makes_it_a_root(tmp_path):
+    """tail -f on a folder without .wardrik/ (an evidence copy) makes nothing there (before: it
+    made .wardrik/live/, and compact then took the folder for a root); once an append makes the
+    root, the follower registers and live events reach it."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    t = Tailer(root, "-f", "-n", "0", "a")
+    try:
+        deadline = time.monotonic() + LIVE_WAIT
+        while not _polling(t.proc.pid) and time.monotonic() < deadline:  # following, its read-back done
+            time.sleep(0.02)
+        assert not (root / ".wardrik").exists()
+        add(root, "a", "first")  # the first append makes the root
+        assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["first"]
+        t.wait_registered()
+        run_cli("append", "a", "message.delta", "--data", '{"message": {"id": "m"}, "delta": "hi"}', root=root,
+                check=True)
+        [ev] = t.events(1)
+        assert ev["type"] == "wardrik.message.delta"
+    finally:
+        rc = t.stop()
+    assert rc == 0 and b"Traceback" not in t.err, t.err
+
+
+def _polling(pid: int) -> bool:
+    from follow_util import _in_poll
+
+    return _in_poll(pid)

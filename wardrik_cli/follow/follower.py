@@ -200,6 +200,7 @@ class Follower:
         self._lost_reported = 0
         self._root_abs = os.path.abspath(os.fspath(root.path))
         self._tool_abs = os.path.join(self._root_abs, os.path.basename(os.fspath(root.tool_dir)))
+        self._tool_seen = False  # .wardrik/ was there when the follow began (set by _arm)
         self._ruled_out: set[str] = set()
         self._by_path: dict[str, _LogState] = {}  # absolute path -> state, for the watcher's changes
         self._recent: dict[str, float] = {}  # path -> until when it is read at every wake-up
@@ -222,6 +223,7 @@ class Follower:
         """Start wake-ups (and the live registration) before reading back."""
         self._wakeups = Wakeups(self._root_abs, step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd, warn=self.warn)
         self.watcher_active = self._wakeups.watching
+        self._tool_seen = os.path.isdir(self._tool_abs)
         self._register_live()
 
     def _register_live(self) -> None:
@@ -474,8 +476,9 @@ class Follower:
                     self._unregister_live()
                     self._lost_reported = 0
                     self._register_live()
-            elif self.live_patterns and self._sub is None and os.path.isdir(self._tool_abs):
-                self._register_live()  # the first append made the root's .wardrik/: register now
+            elif self.live_patterns and not self._tool_seen and os.path.isdir(self._tool_abs):
+                self._tool_seen = True
+                self._register_live()  # the first append made the root's .wardrik/: register now (once)
             # live events and doorbells, in the order they were sent
             if self._receiver is not None:
                 while not self._stopped:
