@@ -211,6 +211,7 @@ def test_writers_refuse_a_root_made_read_only_and_change_nothing(root):
             p = run_cli(*args, root=root)
             lines = p.stderr.decode().splitlines()
             assert p.returncode == 1 and len(lines) == 1 and "read-only" in lines[0] and p.stdout == b"", (args, lines)
+            assert f"cannot {' '.join(args[:2]) if args[0] == 'audit' else args[0]} " in lines[0], lines
         assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == files
     finally:
         for d in dirs:

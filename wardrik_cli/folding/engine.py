@@ -296,6 +296,16 @@ def result_json(res: FoldResult, *, indent: bool = False) -> bytes:
                          f"(string keys)") from None
 
 
+def state_json(state: Any) -> bytes | None:
+    """A state as ``result_json`` writes it (indented; sets and tuples as lists, other objects
+    their repr), or None when JSON cannot hold it: what pretty output shows of a view with no
+    renderer of its own, so that it agrees with ``-o json``."""
+    try:
+        return orjson.dumps(state, default=_jsonable, option=orjson.OPT_INDENT_2)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
 def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)

@@ -257,7 +257,7 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
     if not root.path.is_dir():
         _makedirs_synced(root.path, Path("/"), sync)
     else:
-        root.require_writable("append")
+        root.require_writable("audit record" if log.is_audit else "append")
     with locked(log.lock_path, timeout=lock_timeout, what=label):
         _makedirs_synced(log.path.parent, root.path, sync)
         created = not log.path.exists()

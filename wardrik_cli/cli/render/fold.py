@@ -382,20 +382,18 @@ def print_fold(result: FoldResult, view: Any) -> None:
 
 
 def _as_json(state: Any) -> Any:
-    """A state with no renderer of its own, as the JSON ``-o json`` prints (indented; what JSON
-    cannot hold as its text), controls shown as escapes; Rich's pretty form of a Python value
-    when it is not JSON at all."""
-    import orjson
+    """A state with no renderer of its own, as ``-o json`` prints it (``folding.engine.state_json``),
+    controls shown as escapes; Rich's pretty form of the Python value when JSON cannot hold it."""
     from rich.text import Text
 
     from wardrik_cli.cli.safe_text import safe
+    from wardrik_cli.folding.engine import state_json
 
-    try:
-        text = orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):
+    text = state_json(state)
+    if text is None:
         from rich.pretty import Pretty
         return Pretty(state)
-    return Text(safe(text))
+    return Text(safe(text.decode()))
 
 
 def print_activities(acts: dict[str, dict[str, Any]]) -> None:
