@@ -38,7 +38,6 @@ Contract kept here:
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import re
@@ -305,6 +304,9 @@ TIME_WINDOW = 256 << 10  # and every line in this many bytes just before it (whe
 class Log:
     """A log under a root: an agent's (by id) or the deployment's audit log."""
 
+    # slots: a read over tens of thousands of logs holds one each (an instance dict was 300 bytes)
+    __slots__ = ("root", "name", "path", "state_key", "is_audit")
+
     def __init__(self, root: Root, name: str, path: Path, state_key: str, is_audit: bool = False):
         self.root, self.name, self.path, self.state_key, self.is_audit = root, name, path, state_key, is_audit
 
@@ -317,11 +319,11 @@ class Log:
     def audit(cls, root: Root) -> Log:
         return cls(root, AUDIT_NAME, root.audit_path, AUDIT_STATE_KEY, is_audit=True)
 
-    @functools.cached_property
+    @property
     def lock_path(self) -> Path:
         return self.root.state_path("locks", self.state_key, ".lock")
 
-    @functools.cached_property
+    @property
     def watermark_path(self) -> Path:
         return self.root.state_path("watermarks", self.state_key, ".json")
 
