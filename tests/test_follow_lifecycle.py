@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import run_cli  # noqa: E402
+from conftest import WARDRIK, run_cli  # noqa: E402
 from follow_util import LIVE_WAIT, Tailer, add  # noqa: E402
 
 from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor  # noqa: E402
@@ -278,3 +278,93 @@ def _polling(pid: int) -> bool:
     from follow_util import _in_poll
 
     return _in_poll(pid)
+
+
+def _delta(root: Path, log: str, text: str) -> None:
+    run_cli("append", log, "message.delta", "--data", orjson.dumps({"message": {"id": "m"}, "delta": text}).decode(),
+            root=root, check=True)
+
+
+def test_a_folder_pattern_gets_live_events(tmp_path):
+    """`tail -f acme` follows every log under acme/, live events too (before: the sender
+    matched the pattern as a glob only, so they never came, and nothing said so)."""
+    root = tmp_path / "root"
+    add(root, "acme/a", "old")
+    t = Tailer(root, "-f", "-n", "0", "acme")
+    try:
+        t.wait_registered()
+        _delta(root, "acme/a", "hi")
+        [ev] = t.events(1)
+        assert ev["type"] == "wardrik.message.delta" and ev["data"]["delta"] == "hi"
+    finally:
+        rc = t.stop()
+    assert rc == 0, t.err
+
+
+def test_a_follower_registers_again_in_a_root_made_again_in_two_steps_or_when_its_registration_goes(tmp_path):
+    """The root deleted, then made again by mkdir and, later, init: the follower registers in
+    the new .wardrik/ (before: never again, and live events were lost unsaid); and when
+    .wardrik/live/ is removed under it, it registers again and says live events were missed."""
+    root = tmp_path / "root"
+    add(root, "z/a", "old")
+    t = Tailer(root, "-f", "-n", "0", "z/a")
+    try:
+        t.wait_registered()
+        shutil.rmtree(root)
+        assert t.wait_err(b"was deleted", LIVE_WAIT), t.err
+        root.mkdir()
+        _wait(lambda: b"root" in t.err and not (root / ".wardrik").exists(), "the new root seen")
+        time.sleep(1.5)  # a follow-loop turn or more with the root there and no .wardrik/ in it
+        run_cli("init", root=root, check=True)
+        t.wait_registered()
+        _delta(root, "z/a", "back")
+        assert [e["data"]["delta"] for e in t.events(1)] == ["back"]
+        shutil.rmtree(root / ".wardrik" / "live")
+        assert t.wait_err(b"registration for live events was removed; registered again", LIVE_WAIT), t.err
+        t.wait_registered()
+        _delta(root, "z/a", "again")
+        assert [e["data"]["delta"] for e in t.events(1)] == ["again"]
+    finally:
+        rc = t.stop()
+    assert rc == 0 and b"Traceback" not in t.err, t.err
+
+
+def test_sighup_ends_a_follow_cleanly_and_leaves_no_registration(tmp_path):
+    """A terminal closed under `tail -f` (SIGHUP): exit 0 and its registration removed, as on
+    Ctrl-C (before: killed, exit 129, the registration left behind)."""
+    root = tmp_path / "root"
+    add(root, "a", "x")
+    t = Tailer(root, "-f", "a")
+    t.wait_registered()
+    rc = t.stop(signal.SIGHUP)
+    assert rc == 0, t.err
+    assert [n for n in os.listdir(root / ".wardrik" / "live") if n.startswith(f"{t.proc.pid}-")] == []
+
+
+def test_stream_appends_every_item_when_its_reader_goes_away(tmp_path):
+    """`append --stream | head -1`: every item sent on stdin is appended, as with stdout on
+    /dev/null (before: the rest of stdin was left unappended, exit 0)."""
+    root = tmp_path / "root"
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b"".join(orjson.dumps({"type": "trigger.fired", "data": {"trigger": {"name": f"x{i}"}}}) + b"\n"
+                               for i in range(5)))
+    # the first item; once head has taken its line and gone, each other item after the one
+    # before it is stored (so each is appended, and printed, on its own), up to a ceiling
+    log = root / "s/a.jsonl"
+    script = (f"(head -1 {items}; for n in 1 2 3 4; do i=0; while [ $i -lt 400 ] && ! {{ [ -e {tmp_path}/gone ] && "
+              f"[ \"$(cat {log} 2>/dev/null | wc -l)\" -ge $n ]; }}; do sleep 0.05; i=$((i+1)); done; "
+              f"sed -n \"$((n+1))p\" {items}; done) | {WARDRIK} --root {root} append s/a --stream | "
+              f"(head -1 > /dev/null; touch {tmp_path}/gone); echo ${{PIPESTATUS[1]}}")
+    p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60)
+    assert p.stdout.strip() == b"0" and b"Traceback" not in p.stderr, p.stderr
+    assert log.read_bytes().count(b"\n") == 5
+
+
+def test_tail_f_exec_ends_when_its_output_pipe_closes(tmp_path):
+    """The hooks write to tail's stdout; its reader gone, a hook's write fails (SIGPIPE): the
+    follow ends, exit 0, as it does while idle (before: it retried the hook for ever)."""
+    root = tmp_path / "root"
+    add(root, "p/a", "x")
+    script = f"{WARDRIK} --root {root} tail -f p/a -n 1 --exec cat | true; echo ${{PIPESTATUS[0]}}"
+    p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60)
+    assert p.stdout.strip() == b"0", p

@@ -9,6 +9,7 @@ without seeing each other: that is what lets the tests run the real CLI in-proce
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -135,6 +136,21 @@ class Invocation:
 
         self.stderr.write(safe(line, keep_newlines=False).encode("utf-8", "backslashreplace") + b"\n")
         self.stderr.flush()
+
+    def discard_out(self) -> None:
+        """From now on what is written to stdout goes nowhere: its reader went away (a closed
+        pipe), and a command that goes on (a writer, a follower's hook) must neither fail on it
+        again nor leave a buffer whose flush at exit would. The descriptor becomes /dev/null;
+        an in-memory stdout (in-process runs) is left as it is."""
+        fd = self.stdout_fd()
+        if fd is None:
+            return
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
 
     def flush_out(self) -> None:
         if self._out_text is not None:

@@ -1,6 +1,6 @@
 """The `wardrik` console script: signals handled from the first instant.
 
-Importing the CLI takes a few hundred milliseconds; a Ctrl-C or SIGTERM in that window must
+Importing the CLI takes a few hundred milliseconds; a Ctrl-C, SIGTERM or SIGHUP in that window must
 still end a follow or a watch cleanly (exit 0, no traceback), and a Ctrl-C must never print
 an import traceback. After the imports, ``cli.app.main`` and the follow loop take over.
 
@@ -60,7 +60,11 @@ def main() -> None:
     signal.signal(signal.SIGALRM, retry)
     signal.signal(signal.SIGINT, interrupt)
     if following:
+        # a terminal closed under a follow (SIGHUP) ends it as Ctrl-C does: exit 0, its live
+        # registration removed (by default SIGHUP killed it, leaving the registration behind)
         signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stands
+            signal.signal(signal.SIGHUP, interrupt)
     try:
         from wardrik_cli.cli.app import main as cli_main
 

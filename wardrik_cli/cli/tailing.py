@@ -28,7 +28,6 @@ Contract kept here:
 """
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -249,10 +248,10 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             if stopper.installed and stopper.signum in (signal.SIGTERM, signal.SIGHUP):
                 raise_again = stopper.signum  # not a Ctrl-C (exit 130): end as that signal would have
             raise
-        _quiet_stdout(inv)  # output still buffered for a blocked reader is dropped, not waited on
+        inv.discard_out()  # output still buffered for a blocked reader is dropped, not waited on
     except BrokenPipeError:
         # the reader went away (`| head`): a normal end, like coreutils tail
-        _quiet_stdout(inv)
+        inv.discard_out()
     finally:
         try:
             saver.finish(stopped_at)
@@ -262,18 +261,6 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             stopper.uninstall()
             if raise_again is not None:
                 signal.raise_signal(raise_again)  # the disposition it had before: by default, the end
-
-
-def _quiet_stdout(inv: Invocation) -> None:
-    fd = inv.stdout_fd()
-    if fd is None:
-        return
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None, kw: dict[str, Any], cmd: str,
@@ -300,6 +287,11 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
 
     def on_error(_result: Any) -> None:
         item = listener.item
+        if kw["follow"] and _reader_gone(inv.stdout_fd()):
+            # the hooks write to our stdout, whose reader went away: each try fails (SIGPIPE);
+            # a follow ends on a closed pipe, as it does while idle
+            listener.stop()
+            return
         inv.warn(f"--exec exited {failures[0]} on {item.event.get('id') if item else '?'}; "
                  f"retrying from the saved cursor in {listener.next_delay:g}s")
 
@@ -313,3 +305,14 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
     end = listener.run()
     if end is not None:
         saver.finish(end)
+
+
+def _reader_gone(fd: int | None) -> bool:
+    """Does ``fd`` (our stdout) report that the reader of its pipe went away (POLLERR/POLLHUP)?"""
+    if fd is None:
+        return False
+    import select
+
+    p = select.poll()
+    p.register(fd, 0)  # POLLERR/POLLHUP/POLLNVAL are always reported
+    return any(ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL) for _fd, ev in p.poll(0))

@@ -136,13 +136,26 @@ def append_stdin(log: str, fmt: Format | None, *, sync: bool) -> None:
         terminated.append(signum)
         interrupt(signum, frame)
 
+    unread: list[bool] = []  # the reader of our stdout went away
+
+    def on_event(lines: Sequence[bytes]) -> None:
+        # A writer goes on when no one reads what it prints: the items still come on stdin, and
+        # are appended as they would be with stdout on /dev/null (before, the rest of stdin was
+        # left unappended, exit 0).
+        if unread:
+            return
+        try:
+            print_appended([line.rstrip(b"\n") for line in lines], fmt, log)
+        except BrokenPipeError:
+            unread.append(True)
+            inv.discard_out()
+
     main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
     old_term = signal.signal(signal.SIGTERM, on_term) if main else None
     try:
         result = append_stream(
             inv.root, log, source, deployment=inv.deployment(), sync=sync, warn=inv.warn,
-            lock_timeout=inv.settings.lock_timeout,
-            on_event=lambda lines: print_appended([line.rstrip(b"\n") for line in lines], fmt, log),
+            lock_timeout=inv.settings.lock_timeout, on_event=on_event,
             on_refused=lambda n, why: inv.message(f"error: stdin line {n}: {why}"))
     except KeyboardInterrupt:
         if terminated:

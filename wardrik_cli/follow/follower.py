@@ -48,6 +48,7 @@ from __future__ import annotations
 import collections
 import os
 import select
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -200,7 +201,7 @@ class Follower:
         self._lost_reported = 0
         self._root_abs = os.path.abspath(os.fspath(root.path))
         self._tool_abs = os.path.join(self._root_abs, os.path.basename(os.fspath(root.tool_dir)))
-        self._tool_seen = False  # .wardrik/ was there when the follow began (set by _arm)
+        self._tool_tried: tuple[int, int] | None = None  # the .wardrik/ a registration was last tried in
         self._ruled_out: set[str] = set()
         self._by_path: dict[str, _LogState] = {}  # absolute path -> state, for the watcher's changes
         self._recent: dict[str, float] = {}  # path -> until when it is read at every wake-up
@@ -223,7 +224,7 @@ class Follower:
         """Start wake-ups (and the live registration) before reading back."""
         self._wakeups = Wakeups(self._root_abs, step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd, warn=self.warn)
         self.watcher_active = self._wakeups.watching
-        self._tool_seen = os.path.isdir(self._tool_abs)
+        self._tool_tried = _dir_key(self._tool_abs)
         self._register_live()
 
     def _register_live(self) -> None:
@@ -240,6 +241,27 @@ class Follower:
         if self._sub is not None:
             self._receiver = _LiveReceiver(self._sub, self._wakeups.waker)
             self._receiver.start()
+
+    def _keep_registered(self) -> None:
+        """Between wake-ups (about once a second): register when the root's ``.wardrik/`` has
+        appeared (a plain folder an append made a root, or a root made again in two steps: mkdir,
+        then init) or is another one than the last try was in; register again when the
+        registration was removed under us (``.wardrik/live/`` deleted), saying so, since live
+        events sent meanwhile reached no one."""
+        if self._sub is None:
+            key = _dir_key(self._tool_abs)
+            if key is not None and key != self._tool_tried:
+                self._tool_tried = key
+                self._register_live()
+            return
+        from wardrik_cli.follow.live import REG_SUFFIX
+
+        if not os.path.exists(os.path.join(self._sub.dir, self._sub.token + REG_SUFFIX)):
+            self._unregister_live()
+            self._tool_tried = _dir_key(self._tool_abs)
+            self._register_live()
+            self.warn("the registration for live events was removed; registered again (live events sent "
+                      "meanwhile were missed)")
 
     def _unregister_live(self) -> None:
         if self._receiver is not None:
@@ -475,10 +497,10 @@ class Follower:
                     # the registration went with the old directory: no appender could reach us
                     self._unregister_live()
                     self._lost_reported = 0
+                    self._tool_tried = _dir_key(self._tool_abs)
                     self._register_live()
-            elif self.live_patterns and not self._tool_seen and os.path.isdir(self._tool_abs):
-                self._tool_seen = True
-                self._register_live()  # the first append made the root's .wardrik/: register now (once)
+            elif self.live_patterns:
+                self._keep_registered()
             # live events and doorbells, in the order they were sent
             if self._receiver is not None:
                 while not self._stopped:
@@ -579,10 +601,9 @@ class Follower:
         return Item(log_id, body, ev, None)
 
     def _matches_live(self, log_id: str) -> bool:
-        from wardrik_cli.protocol.names import pattern_regex
+        from wardrik_cli.protocol.names import pattern_covers
 
-        # a literal naming a folder means every log under it (store.layout.Root.match)
-        return any(pattern_regex(p).fullmatch(log_id) or log_id.startswith(p + "/") for p in self.live_patterns)
+        return any(pattern_covers(p, log_id) for p in self.live_patterns)  # the sender's rule too (follow.live)
 
     def _read_log(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``; following many logs, each file is
@@ -806,3 +827,12 @@ def stream(root: Any, patterns: list[str], *, after: str | None = None, types: l
             yield item.event, encode_cursor(f.cursor)
     finally:
         f.close()
+
+
+def _dir_key(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder at ``path``, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

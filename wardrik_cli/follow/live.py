@@ -61,10 +61,10 @@ class _Registration:
         self.token, self.patterns, self.types = token, patterns, types
 
     def matches(self, log_id: str, type_name: str | None = None) -> bool:
-        from wardrik_cli.protocol.names import pattern_regex
+        from wardrik_cli.protocol.names import pattern_covers
         if type_name is not None and self.types is not None and type_name not in self.types:
             return False
-        return any(pattern_regex(p).fullmatch(log_id) for p in self.patterns)
+        return any(pattern_covers(p, log_id) for p in self.patterns)  # a folder's logs too
 
 
 def _names(d: str) -> list[str] | None:

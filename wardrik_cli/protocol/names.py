@@ -64,6 +64,14 @@ def has_wildcards(pattern: str) -> bool:
     return "*" in pattern or "?" in pattern
 
 
+def pattern_covers(pattern: str, log_id: str) -> bool:
+    """Does ``pattern`` name ``log_id``: a glob matching it, or a literal naming it or a folder
+    it is under (``acme`` means every log under ``acme/``, as ``Root.match`` reads it)?"""
+    if pattern_regex(pattern).fullmatch(log_id):
+        return True
+    return not has_wildcards(pattern) and log_id.startswith(pattern + "/")
+
+
 def validate_pattern(pattern: str) -> str:
     """A pattern is a log id in which ``*`` and ``?`` may stand for characters."""
     probe = pattern.replace("*", "a").replace("?", "a")
