@@ -48,7 +48,6 @@ from __future__ import annotations
 import collections
 import os
 import select
-import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -66,7 +65,7 @@ from wardrik_cli.read.reader import (  # KEEP_OPEN: over this many logs a file i
     missing_start, repeat_reporter, window_reaches_dropped,
 )
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
-from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Waker, Wakeups
+from wardrik_cli.follow.wakeup import GONE, HANGUP, NEW, Waker, Wakeups, dir_identity
 from wardrik_cli.protocol.catalogue import PREFIX
 
 if TYPE_CHECKING:
@@ -224,7 +223,7 @@ class Follower:
         """Start wake-ups (and the live registration) before reading back."""
         self._wakeups = Wakeups(self._root_abs, step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd, warn=self.warn)
         self.watcher_active = self._wakeups.watching
-        self._tool_tried = _dir_key(self._tool_abs)
+        self._tool_tried = dir_identity(self._tool_abs)
         self._register_live()
 
     def _register_live(self) -> None:
@@ -249,7 +248,7 @@ class Follower:
         registration was removed under us (``.wardrik/live/`` deleted), saying so, since live
         events sent meanwhile reached no one."""
         if self._sub is None:
-            key = _dir_key(self._tool_abs)
+            key = dir_identity(self._tool_abs)
             if key is not None and key != self._tool_tried:
                 self._tool_tried = key
                 self._register_live()
@@ -258,7 +257,7 @@ class Follower:
 
         if not os.path.exists(os.path.join(self._sub.dir, self._sub.token + REG_SUFFIX)):
             self._unregister_live()
-            self._tool_tried = _dir_key(self._tool_abs)
+            self._tool_tried = dir_identity(self._tool_abs)
             self._register_live()
             self.warn("the registration for live events was removed; registered again (live events sent "
                       "meanwhile were missed)")
@@ -497,7 +496,7 @@ class Follower:
                     # the registration went with the old directory: no appender could reach us
                     self._unregister_live()
                     self._lost_reported = 0
-                    self._tool_tried = _dir_key(self._tool_abs)
+                    self._tool_tried = dir_identity(self._tool_abs)
                     self._register_live()
             elif self.live_patterns:
                 self._keep_registered()
@@ -828,11 +827,3 @@ def stream(root: Any, patterns: list[str], *, after: str | None = None, types: l
     finally:
         f.close()
 
-
-def _dir_key(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the folder at ``path``, or None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

@@ -83,7 +83,7 @@ class _ReadyStop:
         return self.stop.is_set()
 
 
-def _identity(path: str) -> tuple[int, int] | None:
+def dir_identity(path: str) -> tuple[int, int] | None:
     """The directory at ``path`` (device, inode), or None when there is none."""
     try:
         st = os.stat(path)
@@ -179,7 +179,7 @@ class Wakeups:
         # (as watchfiles names it: the root's own deletion is told by this path)
         self._root, self._step_ms, self._warn = root_path.rstrip("/") or "/", step_ms, warn
         # Taken before the watch is set: a root replaced meanwhile is told apart at the next check.
-        self._root_id = _identity(root_path)
+        self._root_id = dir_identity(root_path)
         self._rewatch = False  # may check_root() set a new watch (it worked once)?
         self._watcher: _Watcher | None = None
         self._changed: set[str] = set()  # paths reported and not yet taken (every watcher's)
@@ -246,7 +246,7 @@ class Wakeups:
         or ``NEW``: see the module docstring."""
         if not self._rewatch:
             return None
-        now = _identity(self._root)
+        now = dir_identity(self._root)
         if now == self._root_id:
             return None
         self._root_id = now
