@@ -227,7 +227,7 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
     while start in gaps and not (segs and segs[0].first <= gaps[start].last):  # a segment wins over a gap
         g = gaps.pop(start)
         start, drop_time, drop_hash = g.last + 1, g.time, None
-    if wm is None and segs and segs[0].first > start and since is None:
+    if wm is None and start == 1 and segs and segs[0].first > 1 and since is None:
         # compacted before its first ship: the store never had its start (a remote read starts
         # there too); the evidence log starts at the store's first segment, with its record
         start, drop_time, drop_hash = segs[0].first, None, None
