@@ -368,3 +368,28 @@ def test_tail_f_exec_ends_when_its_output_pipe_closes(tmp_path):
     script = f"{WARDRIK} --root {root} tail -f p/a -n 1 --exec cat | true; echo ${{PIPESTATUS[0]}}"
     p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60)
     assert p.stdout.strip() == b"0", p
+
+
+@pytest.mark.parametrize("hook", [False, True], ids=["tail", "exec"])
+def test_a_follower_killed_before_its_first_event_restarts_from_where_it_began(tmp_path, hook):
+    """`tail -n 0 -f --cursor-file F` (the README's hook recipe) saves F once following begins:
+    killed -9 before any event, its restart reads what came meanwhile (before: F was never
+    made, and the restart with -n 0 began at the end: the event was lost to it)."""
+    root = tmp_path / "root"
+    add(root, "a", "before")
+    cur = tmp_path / "c.cur"
+    out = tmp_path / "hooked"
+    extra = ["--exec", f"cat >> {out}"] if hook else []
+    t = Tailer(root, "-f", "-n", "0", "--cursor-file", str(cur), "a", *extra)
+    _wait(cur.exists, "the cursor file saved as following begins")
+    t.stop(signal.SIGKILL)
+    add(root, "a", "meanwhile")
+    t = Tailer(root, "-f", "-n", "0", "--cursor-file", str(cur), "a", *extra)
+    try:
+        if hook:
+            _wait(lambda: out.exists() and b"meanwhile" in out.read_bytes(), "the hook got the event")
+        else:
+            assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["meanwhile"]
+    finally:
+        rc = t.stop()
+    assert rc == 0, t.err

@@ -219,6 +219,8 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
             _run_exec(root, logs_fn, after, kw, exec_cmd, saver, stopper, inv)
             return
         f = tail_items(root, logs_fn, after=after, hangup_fd=inv.stdout_fd() if follow else None, **kw)
+        if follow and cursor_file is not None:
+            f.on_following = saver.save  # a follower killed before its first event restarts from here
         looping = False
         try:
             if shown == Format.json:
@@ -302,6 +304,8 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
                         logs_fn=logs_fn, filters=kw["filters"], start=after, n=kw["n"], follow=kw["follow"],
                         retries=None if kw["follow"] else EXEC_RETRIES, on_corrupt=kw["on_corrupt"],
                         warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"])
+    if kw["follow"] and saver.path is not None:
+        listener.on_following = saver.save  # a listener killed before its first event restarts from here
     end = listener.run()
     if end is not None:
         saver.finish(end)

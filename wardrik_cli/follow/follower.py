@@ -192,6 +192,9 @@ class Follower:
         self.states: dict[str, _LogState] = {}
         self.prev_cursor: Cursor = {}
         self.handed = 0  # items handed out: with prev_cursor, a stopped caller knows where it is
+        # called with the cursor once the read-back is done and following begins (a cursor
+        # file is saved there: a follower killed before its first event restarts from there)
+        self.on_following: Callable[[Cursor], None] | None = None
         self.watcher_active = False
         self._stopped = False
         self._wakeups: Wakeups | None = None
@@ -478,6 +481,8 @@ class Follower:
         last_rescan = last_sweep = time.monotonic()
         for st in list(self.states.values()):
             yield from self._read_log(st)
+        if self.on_following is not None:
+            self.on_following(self.cursor)
         while not self._stopped:
             # (per turn: watching stops while the root is gone, or when inotify fails)
             tick = self.poll_s if self.poll_s is not None else (1.0 if wakeups.watching else 0.2)

@@ -80,6 +80,7 @@ class Listener:
         self._logs_fn = logs_fn if logs_fn is not None else agent_logs_fn(root, self.patterns)
         self._stop = threading.Event()
         self._follower: Follower | None = None
+        self.on_following: Callable[[Cursor], None] | None = None  # see Follower.on_following
 
     # -- what you override (or pass as arguments) ---------------------------------------
     def handle(self, event: dict[str, Any], listener: Listener) -> Any:
@@ -117,6 +118,7 @@ class Listener:
                            live=self.patterns if self.live and self.patterns else False, warn=self.warn,
                            poll_s=self.poll_s, watch_step_ms=self.watch_step_ms)
             self._follower = f
+            f.on_following = self.on_following
             if self._stop.is_set():
                 f.close()
                 return f.cursor
