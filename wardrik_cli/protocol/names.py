@@ -55,7 +55,7 @@ def is_deployment(name: str) -> bool:
 
 
 def validate_deployment(name: str) -> str:
-    if len(name) <= 63 and re.fullmatch(_DEPLOYMENT_RE, name):
+    if is_deployment(name):
         return name
     raise BadInput(f"bad deployment name {name!r}: use lowercase letters, digits, '.' and '-', at most 63 characters")
 

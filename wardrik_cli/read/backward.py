@@ -35,7 +35,7 @@ from wardrik_cli.errors import CorruptLedger
 from wardrik_cli.read.filters import Filters
 from wardrik_cli.read.reader import KEEP_OPEN, MIN_BLOCK, READ_BUDGET, block_size
 from wardrik_cli.store import lines
-from wardrik_cli.store.log import LogView, decode_event, peek
+from wardrik_cli.store.log import LogView, line_time, lines_before, peek
 
 PROBE = 1 << 12  # the first read back of a log: a tail of a few lines costs a few KB
 MAX_BLOCK = 1 << 16
@@ -169,18 +169,10 @@ class ReadBack:
             if view.fd is None or view.ino != back.ino:
                 return view.end  # replaced while read back: this snapshot ends here
             assert since is not None
-            lo = max(off - SINCE_CHECK, 0)
-            data = os.pread(view.fd, off - lo, lo)
-            if lo > 0:
-                data = data[data.find(b"\n") + 1:] if b"\n" in data[:-1] else b""
             at = off
-            for raw in data[:-1].split(b"\n") if data else ():
-                p = peek(raw)
-                try:
-                    t = p[2].decode() if p is not None else decode_event(raw)["time"]
-                except (ValueError, UnicodeDecodeError):
-                    continue  # a damaged line: the read-back meets it, if it reaches it
-                if t >= since:
+            for raw in lines_before(view.fd, off, SINCE_CHECK):
+                when = line_time(raw)  # None: a damaged line, which the read-back meets if it reaches it
+                if when is not None and when >= since:
                     at = 0
                     if self.on_unsorted is not None:
                         self.on_unsorted(view.log.name)

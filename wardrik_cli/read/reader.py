@@ -340,10 +340,9 @@ class Reader:
         their source (``store.recorded_gaps``): then the recorded gap goes to ``pending``, for
         the caller to hand out as an ``events.dropped`` (``gap_notice``) before the next line
         (without ``pending``, a warning that says so)."""
-        f = self.filters
-        accepts = None if f.only_times and f.since is None else f.accepts
         log = self._by_name[name]
-        return accepts, gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None, since=f.since)
+        return self.judge_accepts(), gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None,
+                                                  since=self.filters.since)
 
     def gap_notice(self, name: str, gap: RecordedGap, next_time: str) -> tuple[bytes, Notice]:
         return gap_notice(self._by_name[name], self.views[name], gap, next_time, self.deployment)
@@ -398,7 +397,8 @@ class Reader:
             if low is not None:
                 # A log's gap and repeat reporters are made when it first meets one (see fill):
                 # over tens of thousands of logs, two closures each outweighed the read.
-                sources.append(Source(log.name, start, pos, exact, low, [view, None, None, self.block, [], None]))
+                # state: [view, gap reporter, read size, recorded gaps met, repeat reporter]
+                sources.append(Source(log.name, start, pos, exact, low, [view, None, self.block, [], None]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -415,20 +415,19 @@ class Reader:
 
             def on_gap(a: int, b: int) -> None:
                 if state[1] is None:
-                    state[1] = gap_reporter(self._by_name[src.name], self.warn, state[4],
-                                            recorded=self._gap_root is not None, since=self.filters.since) or _quiet
+                    state[1] = self.judge(src.name, state[3])[1] or _quiet
                 state[1](a, b)
 
             def on_repeat(off: int, seq: int, before: int) -> None:
-                if state[5] is None:
-                    state[5] = repeat_reporter(src.name, self.warn) or _quiet
-                state[5](off, seq, before)
+                if state[4] is None:
+                    state[4] = repeat_reporter(src.name, self.warn) or _quiet
+                state[4](off, seq, before)
 
             return on_gap, on_repeat
 
         def fill(src: Source) -> list[Entry]:
             state = src.state
-            view, _, _, read, pending, _ = state
+            view, _, read, pending, _ = state
             view.reacquire()
             name = src.name
             if every and accepts is None:
@@ -474,7 +473,7 @@ class Reader:
                     break
             # The next read: what this span kept per byte read says how far a span may go
             # before it holds ``hold`` bytes (a rare match: a long read, passed over in C).
-            state[3] = max(hold, min(longest, (src.offset - first) * hold // kept)) if kept else longest
+            state[2] = max(hold, min(longest, (src.offset - first) * hold // kept)) if kept else longest
             src.done = (src.offset >= view.end or not out
                         or (until is not None and _starts_at_or_after(view, src.offset, until)))
             if many:

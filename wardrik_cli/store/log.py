@@ -208,6 +208,30 @@ def head_envelope(fd: int, start: int, head: lines.Head) -> dict[str, Any] | Non
 _AGAIN = (b'"specversion"', b'"sequence"', b'"time"', b"\\u00")  # what must not come again past the envelope
 
 
+def lines_before(fd: int, end: int, size: int) -> list[bytes]:
+    """The complete lines in the ``size`` bytes before ``end`` (a line start), in one read; []
+    when not one whole line fits in them. What a seek by time checks before its answer."""
+    lo = max(end - size, 0)
+    data = os.pread(fd, end - lo, lo)
+    if lo > 0:
+        data = data[data.find(b"\n") + 1:] if b"\n" in data[:-1] else b""
+    return data[:-1].split(b"\n") if data else []
+
+
+def line_time(raw: bytes) -> str | None:
+    """A line's event time: from its bytes when it is in this tool's shape (``peek``; a long
+    line's ``Head`` too), else decoded; None for a line that is not an event (or a head that
+    is not in that shape)."""
+    try:
+        if isinstance(raw, lines.Head):
+            p = peek(raw + b"}}")
+            return p[2].decode() if p is not None else None
+        p = peek(raw)
+        return p[2].decode() if p is not None else str(decode_event(raw)["time"])
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 class Watermark:
     """A compaction record. ``previous`` is the record this one replaced: compaction writes
     the new record before it renames the new file in, so until the rename lands the old
@@ -628,27 +652,16 @@ class LogView:
         off = self._bisect(lambda e: e["time"] >= t)
         if off == 0:
             return 0
-        lo = max(off - TIME_WINDOW, 0)
-        data = os.pread(self.fd, off - lo, lo)  # one read: the window's lines, less a first part-line
-        if lo > 0:
-            data = data[data.find(b"\n") + 1:] if b"\n" in data[:-1] else b""
-        window: list[bytes] = data[:-1].split(b"\n") if data else []
+        window = lines_before(self.fd, off, TIME_WINDOW)
         if not window:  # one line longer than the window ends at the answer: judged by its head
             window = [raw for _at, raw in itertools.islice(lines.iter_lines_backward(self.fd, off, lines.PROBE), 1)]
         step = max(off // TIME_SAMPLES, 1)
         samples = (lines.line_at_or_after(self.fd, pos, off) for pos in range(0, max(off - TIME_WINDOW, 0), step))
         for raw in itertools.chain(window, (found[1] for found in samples if found is not None)):
-            if isinstance(raw, lines.Head):  # a line past TIME_WINDOW: its time from its first bytes
-                p = peek(raw + b"}}")
-                if p is None:
-                    continue  # not judged here: the reader decodes it when it reads it
-            else:
-                p = peek(raw)
-            try:
-                earlier = (p[2].decode() if p is not None else decode_event(raw)["time"]) < t
-            except (ValueError, UnicodeDecodeError):
-                earlier = False  # a damaged line: let the reader meet it from the start
-            if not earlier:
+            when = line_time(raw)
+            if when is None and isinstance(raw, lines.Head):
+                continue  # a long line's head not in this tool's shape: the reader decodes it when it reads it
+            if when is None or when >= t:  # a damaged line too: let the reader meet it from the start
                 self.sorted_by_time = False
                 return 0
         return off
