@@ -51,3 +51,66 @@ def test_a_plain_append_joins_the_open_run_past_2000_events_and_a_compaction(tmp
     code, out, err = _cli(root, "append", "a/x", "trigger.fired", "--data", '{"trigger": {"name": "after"}}')
     assert code == 0, err
     assert orjson.loads(out)["traceparent"].split("-")[1] == run_trace
+
+
+def _cli_as(root, state, *args):
+    """Another user (a state home of its own): the appender's note is not theirs to trust."""
+    out, err = io.BytesIO(), io.BytesIO()
+    code = run(["--root", str(root), *args], {"NO_COLOR": "1", "XDG_STATE_HOME": str(state)}, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue().decode()
+
+
+def test_events_sharing_a_given_trace_do_not_make_a_run_for_an_appender_without_the_note(tmp_path):
+    root, given = tmp_path / "root", "c" * 32
+    tp = f"00-{given}-{'d' * 16}-01"
+    run_id = "1" * 32
+    assert _cli(root, "append", "a", "run.started", "-d", f'{{"run": {{"id": "{run_id}"}}}}')[0] == 0
+    for m in ("m1", "m2"):
+        assert _cli(root, "append", "a", "message.received", "-d", f'{{"message": {{"id": "{m}"}}}}',
+                    "--trace", tp)[0] == 0
+    code, out, err = _cli_as(root, tmp_path / "other", "append", "a", "trigger.fired",
+                             "-d", '{"trigger": {"name": "x"}}')
+    assert code == 0, err
+    # before: two neighbours with one trace were taken for the open run (the given trace)
+    assert orjson.loads(out)["traceparent"].split("-")[1] == run_id
+    # outside a run too: the given trace is no run
+    assert _cli(root, "append", "a", "run.completed")[0] == 0
+    for m in ("m3", "m4"):
+        assert _cli(root, "append", "a", "message.received", "-d", f'{{"message": {{"id": "{m}"}}}}',
+                    "--trace", tp)[0] == 0
+    code, out, err = _cli_as(root, tmp_path / "third", "append", "a", "trigger.fired",
+                             "-d", '{"trigger": {"name": "y"}}')
+    assert code == 0, err
+    assert orjson.loads(out)["traceparent"].split("-")[1] not in (given, run_id)
+
+
+def test_a_run_opened_over_a_megabyte_before_the_cut_stays_open_after_compaction(tmp_path):
+    """The sweep finds the run open at its cut from the last line naming a run's type that
+    its check of the part dropped met, however far back (before: a walk back of at most
+    1 MB from the cut gave up, and the run lost its trace at the next append)."""
+    root = tmp_path / "root"
+    path = root / "a" / "x.jsonl"
+    path.parent.mkdir(parents=True)
+    assert _cli(root, "init")[0] == 0
+    run_trace = new_trace_id()
+    old = datetime.now(UTC) - timedelta(days=40)
+    with open(path, "wb") as f:
+        seq = 0
+
+        def put(type_name, data, t, trace):
+            nonlocal seq
+            seq += 1
+            f.write(dumps_line(build_event(etype=lookup(type_name), data=data, source="wardrik://local/agents/a/x",
+                                           subject="agents/a/x", seq=seq, time_str=format_dt(t), trace=trace,
+                                           span=new_span_id())))
+        put("run.started", {"run": {"id": run_trace}}, old, run_trace)
+        for i in range(3000):  # each with a trace of its own (--trace), 1.5 MB in all
+            put("trigger.fired", {"trigger": {"name": f"t{i}"}, "pad": "x" * 400}, old + timedelta(seconds=i),
+                new_trace_id())
+        put("trigger.fired", {"trigger": {"name": "recent"}}, datetime.now(UTC) - timedelta(minutes=1), new_trace_id())
+    code, out, err = _cli(root, "compact", "--retention", "30d", "-F", "json")
+    assert code == 0 and orjson.loads(out)["dropped"] == 3001, err
+    code, out, err = _cli_as(root, tmp_path / "other", "append", "a/x", "trigger.fired",
+                             "--data", '{"trigger": {"name": "after"}}')
+    assert code == 0, err
+    assert orjson.loads(out)["traceparent"].split("-")[1] == run_trace

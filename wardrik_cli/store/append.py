@@ -160,9 +160,9 @@ def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn:
 def _open_run(view: LogView, warn: Warn | None = None) -> str | None:
     """The trace id of the run open at the end of the log, if any.
 
-    Walk back to the nearest run.started / run.completed / run.failed. Events outside a
-    run get a fresh trace each, so two neighbours sharing a trace are inside one run and
-    the walk can stop there. The appender's note usually answers first (see ``append``);
+    Walk back to the nearest run.started / run.completed / run.failed: only they decide (two
+    neighbours sharing a trace prove nothing, since ``--trace`` gives loose events one). The
+    appender's note usually answers first (see ``append``);
     this walk is for a log the note does not describe, and it is bounded by bytes
     (``RUN_LOOKBACK_BYTES``), not by a count of events: past the bound it says so and no
     run is assumed open.
@@ -189,23 +189,34 @@ def open_run_before(fd: int, end: int, limit: int = RUN_LOOKBACK_BYTES) -> str |
     back to it; ``_UNDECIDED`` when the walk reaches the file's start without knowing (the
     run open there decides), ``_GAVE_UP`` past ``limit`` bytes. Compaction records the answer
     at its cut in the log's record (``Watermark.open_run``)."""
-    later_trace = None
     for off, raw in lines.iter_lines_backward(fd, end):
         if end - off > limit:
             return _GAVE_UP
+        if _RUN_MARK not in raw and (b"\\u" not in raw or _plain_type(raw)):
+            continue  # not a run's start or end, and its type is not spelt with an escape
         try:
             e = decode_event(raw)
         except ValueError:
             return None
-        t, tr = e["type"], trace_id_of(e)
+        t = e["type"]
         if t in RUN_OPENERS:
-            return tr
+            return trace_id_of(e)
         if t in RUN_CLOSERS:
             return None
-        if later_trace is not None and tr == later_trace:
-            return tr
-        later_trace = tr
     return _UNDECIDED
+
+
+_RUN_MARK = b"wardrik.run."
+_TYPE_AT = len(b'{"specversion":"1.0","id":"') + 36  # where this tool's lines spell their type
+
+
+def _plain_type(raw: bytes) -> bool:
+    """Is ``raw`` in this tool's shape with its type spelt without an escape? (Then a line
+    without ``_RUN_MARK`` is no run's start or end, whatever escapes its data holds.)"""
+    if raw[_TYPE_AT:_TYPE_AT + 10] != b'","type":"':
+        return False
+    close = raw.find(b'"', _TYPE_AT + 10)
+    return close > 0 and raw.find(b"\\", _TYPE_AT + 10, close) < 0
 
 
 class StoredLines(Sequence[bytes]):

@@ -151,22 +151,23 @@ def _last_event_before(fd: int, end: int, look: int = 1000) -> tuple[str | None,
     return None, None, None
 
 
-CUT_RUN_LOOKBACK = 1 << 20  # bytes walked back from the cut for the run open there
+CUT_RUN_LOOKBACK = 1 << 20  # bytes walked back from the run mark (a line naming a run's type
+# that is none: text in an event's data) before the run open at the cut is given up on
 
 
-def _open_run_at(log: Log, fd: int, ino: int, first_seq: int, cut: int) -> str | None:
+def _open_run_at(log: Log, fd: int, ino: int, first_seq: int, cut: int, run_mark: int) -> str | None:
     """The trace id of the run open where the cut falls: an appender that walks back to the
-    new file's start without meeting the run's start or end takes it from the record. When
-    the walk back through the part dropped reaches its own start undecided, the record that
-    describes the old file says (a run open across two sweeps)."""
+    new file's start without meeting the run's start or end takes it from the record.
+    ``run_mark``: the end of the last line before the cut that names a run's type (0: none),
+    found as the part dropped was checked; the walk back starts there, not at the cut (the
+    lines between are no run's start or end; one whose type is spelt with escapes is the
+    limit). When it reaches the start undecided, the record that describes the old file says
+    (a run open across two sweeps)."""
     if log.is_audit:
         return None
     from wardrik_cli.store.append import _GAVE_UP, _UNDECIDED, open_run_before
 
-    # Bounded: a run's events share its trace, so the walk decides within a few lines of a
-    # run (or of its start or end); a prefix of loose events is given up on without being
-    # read a second time (the sweep reads the part dropped once, to check it).
-    found = open_run_before(fd, cut, CUT_RUN_LOOKBACK)
+    found = open_run_before(fd, run_mark, CUT_RUN_LOOKBACK) if run_mark > 0 else _UNDECIDED
     if found is _UNDECIDED:
         top = log.read_watermark()
         for wm in (top, top.previous if top else None):
@@ -209,7 +210,7 @@ def _describes(rec: dict[str, Any], ino: int, first_seq: int) -> bool:
 
 
 def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, warn: Callable[[str], None],
-          lock_timeout: float | None, after_bulk: Callable[[], None] | None = None) -> Staged:
+          lock_timeout: float | None, after_bulk: Callable[[], None] | None = None, run_mark: int = 0) -> Staged:
     """Steps 2 of the crash order for one log whose bytes [cut, end) are kept: the new file
     and record written (not synced), the log's lock taken and held. Raises Failure/OSError
     with nothing left behind (temps removed, lock released)."""
@@ -240,7 +241,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 last_dropped = lines.last_line(wfd, cut)
                 assert last_dropped is not None, "cut > 0: lines come before it"
                 dropped_time, dropped_seq, dropped_source = _last_event_before(wfd, cut)
-                open_run = _open_run_at(log, wfd, ino, first_seq, cut)
+                open_run = _open_run_at(log, wfd, ino, first_seq, cut, run_mark)
             finally:
                 os.close(wfd)
             st_new = os.fstat(tfd)

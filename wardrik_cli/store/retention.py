@@ -470,8 +470,9 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if backwards:
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
                              "after the cutoff was dropped; older events after it were kept")
+        run_mark = 0
         if cut > 0:
-            bad = _damaged_lines(fd, cut)
+            bad, run_mark = _damaged_lines(fd, cut)
             if bad:
                 res.damaged = len(bad)
                 if not dry_run:
@@ -504,7 +505,7 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if gaps:
             record_gaps(log.root, gaps)  # durable before the log is staged: never a drop without its record
         staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
-                       after_bulk=_after_bulk)
+                       after_bulk=_after_bulk, run_mark=run_mark)
         if batch is not None:
             batch.add(staged)
             res.staged = staged
@@ -579,10 +580,13 @@ def _first_seq(fd: int, cut: int) -> int | None:
     return None
 
 
-def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
-    """The lines of ``[0, cut)`` that are not events, so that none is dropped unseen. Every
-    line is decoded (a line's shape says nothing of the JSON inside it): a block at a time in
-    C (``store.log.decode_all``), line by line only in a block that holds a bad one.
+def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int]:
+    """(the lines of ``[0, cut)`` that are not events, so that none is dropped unseen; the end
+    of the last line there that names a run's type, ``_RUN_MARK``: 0 for none). Every line is
+    decoded (a line's shape says nothing of the JSON inside it): a block at a time in C
+    (``store.log.decode_all``), line by line only in a block that holds a bad one. The mark
+    is where the walk back for the run open at the cut starts (``replace.stage``): the part
+    dropped is read once, not again from its end.
 
     Decoding is most of what a sweep of a big prefix costs (0.3 s for 180 MB, where copying
     the kept 20 MB and syncing it takes 0.16 s), so past ``PARALLEL_MIN`` bytes the second
@@ -595,23 +599,27 @@ def _damaged_lines(fd: int, cut: int) -> list[tuple[int, bytes]]:
     got = lines.line_at_or_after(fd, cut // 2, cut)
     mid = got[0] if got is not None else cut
     theirs = _judged_apart(fd, mid, cut)
-    bad = _damaged_in(fd, 0, mid)
-    offsets = theirs() if theirs is not None else None
-    if offsets is None:
-        return bad + _damaged_in(fd, mid, cut)
+    bad, mark = _damaged_in(fd, 0, mid)
+    answer = theirs() if theirs is not None else None
+    if answer is None:
+        more, their_mark = _damaged_in(fd, mid, cut)
+        return bad + more, their_mark or mark
+    offsets, their_mark = answer
     for off in offsets:
         line = lines.read_line_at(fd, off, cut)
         if line is not None:
             bad.append(line)
-    return bad
+    return bad, their_mark or mark
 
 
 PARALLEL_MIN = 32 << 20  # a prefix this big is judged in two halves, one by a forked child
+_RUN_MARK = b"wardrik.run."  # in every line of a run's start or end (as this tool spells types)
 
 
-def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], list[int] | None] | None:
+def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int], int] | None] | None:
     """Start a child judging ``[start, stop)``; returns what collects its answer (the offsets of
-    the bad lines, or None when the child failed), or None when no child could be started."""
+    the bad lines and the run mark, or None when the child failed), or None when no child
+    could be started."""
     try:
         r, w = os.pipe()
     except OSError:
@@ -626,7 +634,8 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], list[int] | No
         code = 1
         try:
             os.close(r)
-            answer = orjson.dumps([off for off, _raw in _damaged_in(fd, start, stop)])
+            bad, mark = _damaged_in(fd, start, stop)
+            answer = orjson.dumps([mark, *(off for off, _raw in bad)])
             view = memoryview(answer)
             while view:
                 view = view[os.write(w, view):]
@@ -635,7 +644,7 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], list[int] | No
             os._exit(code)
     os.close(w)
 
-    def collect() -> list[int] | None:
+    def collect() -> tuple[list[int], int] | None:
         parts = []
         try:
             while chunk := os.read(r, 1 << 16):
@@ -646,18 +655,24 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], list[int] | No
         if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             return None
         try:
-            offsets = orjson.loads(b"".join(parts))
+            got = orjson.loads(b"".join(parts))
         except orjson.JSONDecodeError:
             return None
-        return offsets if isinstance(offsets, list) and all(type(o) is int for o in offsets) else None
+        if not (isinstance(got, list) and got and all(type(o) is int for o in got)):
+            return None
+        return got[1:], got[0]
 
     return collect
 
 
-def _damaged_in(fd: int, start: int, stop: int) -> list[tuple[int, bytes]]:
+def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]], int]:
     """``_damaged_lines`` of ``[start, stop)`` (a line start, a line end), in this process."""
     bad: list[tuple[int, bytes]] = []
+    mark = 0
     for off, data, size in lines.iter_spans(fd, start, stop):
+        at = data.rfind(_RUN_MARK, 0, size)
+        if at >= 0:
+            mark = off + data.find(b"\n", at) + 1
         raws = data[:size - 1].split(b"\n")
         if decode_all(raws) is not None:
             continue
@@ -668,7 +683,7 @@ def _damaged_in(fd: int, start: int, stop: int) -> list[tuple[int, bytes]]:
             except ValueError:
                 bad.append((here, raw))
             here += len(raw) + 1
-    return bad
+    return bad, mark
 
 
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
