@@ -105,3 +105,33 @@ def test_a_page_since_moves_the_cursor_past_a_log_wholly_before_the_window(tmp_p
                 str(cur), "-o", "jsonl"], {"NO_COLOR": "1"}, stdout=out, stderr=err)
     assert code == 0 and len(out.getvalue().splitlines()) == 3, err.getvalue()
     assert decode_cursor(cur.read_text().strip()) == {"a/x": 5, "a/y": 3}
+
+
+def test_until_on_an_unsorted_log_finds_every_event_and_warns(tmp_path):
+    """Before: the read stopped at the first line past --until, leaving out the later lines
+    inside the window (page, a merge of several logs, and stats alike), with no word."""
+    root = tmp_path / "root"
+    times = [T0 + timedelta(seconds=i) for i in range(4000)]
+    times[1] = T0 + timedelta(days=3)  # one line far ahead (a hand edit, another writer's clock)
+    _write(root / "a" / "x.jsonl", times)
+    until = format_dt(T0 + timedelta(days=1))
+    code, events, err = _page(root, "--until", until)
+    assert code == 0, err
+    assert [int(e["sequence"]) for e in events] == [1, *range(3, 4001)]
+    assert "not in order" in err and err.startswith("warning:")
+    _write(root / "b.jsonl", [T0 + timedelta(hours=1)])
+    out, err2 = io.BytesIO(), io.BytesIO()
+    assert run(["--root", str(root), "page", "--all", "--until", until], {}, stdout=out, stderr=err2) == 0
+    assert len(out.getvalue().splitlines()) == 4000
+    out = io.BytesIO()
+    assert run(["--root", str(root), "stats", "a/x", "--by", "type", "--until", until, "-o", "json"], {},
+               stdout=out, stderr=io.BytesIO()) == 0
+    assert orjson.loads(out.getvalue())["groups"][0]["calls"] == 3999
+
+
+def test_until_on_a_sorted_log_stops_without_a_warning(tmp_path):
+    root = tmp_path / "root"
+    times = [T0 + timedelta(seconds=i) for i in range(4000)]
+    _write(root / "a" / "x.jsonl", times)
+    code, events, err = _page(root, "--until", format_dt(times[10]))
+    assert code == 0 and err == "" and len(events) == 10

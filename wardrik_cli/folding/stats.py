@@ -966,10 +966,16 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                 nonlocal skipped
                 skipped += 1
                 tell(e)
-            lines = scan(view, start, view.end, test=test, after_seq=pos, until=until,
-                         on_corrupt=told if told_reader is not None else None, on_gap=on_gap, gap_from_start=exact,
-                         block=min(reader.block, BLOCK), lazy=True)
-            last = c.read(name, lines, reads, since, until)
+            last = None
+            while True:
+                lines = scan(view, start, view.end, test=test, after_seq=pos, until=reader.scan_until(name),
+                             on_corrupt=told if told_reader is not None else None, on_gap=on_gap,
+                             gap_from_start=exact, block=min(reader.block, BLOCK), lazy=True)
+                last = c.read(name, lines, reads, since, until) or last
+                if last is not None:
+                    start, pos, exact = last[5], last[2], True
+                if not reader.read_on(name, view, start):  # times out of order past --until: read on
+                    break
             if last is not None:
                 last_raw, last_seq, last_end = last[1], last[2], last[5]
             if (keep and skipped == 0 and last is not None and last_seq > (ck.seq if ck else 0)

@@ -239,6 +239,7 @@ class Reader:
         self.views: dict[str, LogView] = {}
         self.block = block_size(len(logs))
         self._by_name = {log.name: log for log in logs}
+        self._until_scan: set[str] = set()  # logs read past --until (times out of order around it)
         # gap records exist only in copies of shipped logs: one stat says whether to look per log
         self._gap_root = logs[0].root if logs and any_recorded(logs[0].root) else None
         # Every file stays open when the descriptor limit allows (raised up to the hard
@@ -319,6 +320,32 @@ class Reader:
                     start, exact = at_time, False
         return view, start, pos, exact
 
+    def scan_until(self, name: str) -> str | None:
+        """Where a read of log ``name`` may stop: ``--until``, unless its times were found out
+        of order past it (``read_on``): then None, and ``accepts_of`` judges each event."""
+        return None if name in self._until_scan else self.filters.until
+
+    def read_on(self, name: str, view: LogView, off: int) -> bool:
+        """Must a read of log ``name`` that stopped at ``off`` under ``--until`` go on? Not
+        when ``off`` is past the log's end or its line is in the window (the read stopped for
+        another reason); else when a line after it is inside the window (``later_from``):
+        stopping there would leave it out unseen. The log is then read to its end, each event
+        judged by its time, with a warning."""
+        until = self.scan_until(name)
+        if until is None:
+            return False
+        at = _time_at(view, off)
+        if at is None or at == "" or at < until or view.later_from(off, until):
+            return False
+        self._until_scan.add(name)
+        if self.warn is not None:
+            self.warn(f"{name}: its times are not in order, so --until read it to the end (see `wardrik check`)")
+        return True
+
+    def accepts_of(self, name: str) -> Callable[[dict[str, Any]], bool] | None:
+        """``judge_accepts`` for log ``name``: every event is judged in a log read past ``--until``."""
+        return self.filters.accepts if name in self._until_scan else self.judge_accepts()
+
     def _passed(self, name: str, pos: int) -> None:
         """The seek by ``--since`` passed over the events through ``pos``: the cursor moves past
         them, as past any event a filter leaves out (a log wholly before the window too, which
@@ -341,7 +368,7 @@ class Reader:
         the caller to hand out as an ``events.dropped`` (``gap_notice``) before the next line
         (without ``pending``, a warning that says so)."""
         log = self._by_name[name]
-        return self.judge_accepts(), gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None,
+        return self.accepts_of(name), gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None,
                                                   since=self.filters.since)
 
     def gap_notice(self, name: str, gap: RecordedGap, next_time: str) -> tuple[bytes, Notice]:
@@ -366,22 +393,28 @@ class Reader:
             pending: list[RecordedGap] = []
             accepts, on_gap = self.judge(name, pending)
             batch: list[Entry] = []
-            for line in scan(view, start, view.end, test=test, after_seq=pos, until=until, on_corrupt=self.on_corrupt,
-                             on_gap=on_gap, gap_from_start=exact, block=self.block,
-                             on_repeat=repeat_reporter(name, self.warn)):
-                if pending:  # events dropped at their source just before this line
-                    for g in pending:
-                        raw, notice = self.gap_notice(name, g, line.time)
-                        batch.append((line.time, name, g.last, raw, notice))
-                    pending.clear()
-                ev = line.event
-                if ev is None or (accepts is not None and not accepts(ev)):
-                    batch.append((line.time, name, line.seq, None, None))
-                else:
-                    batch.append((line.time, name, line.seq, line.raw, ev))
-                if len(batch) >= SINGLE_BATCH:
-                    yield batch
-                    batch = []
+            on_repeat = repeat_reporter(name, self.warn)
+            while True:
+                for line in scan(view, start, view.end, test=test, after_seq=pos, until=self.scan_until(name),
+                                 on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=exact, block=self.block,
+                                 on_repeat=on_repeat):
+                    if pending:  # events dropped at their source just before this line
+                        for g in pending:
+                            raw, notice = self.gap_notice(name, g, line.time)
+                            batch.append((line.time, name, g.last, raw, notice))
+                        pending.clear()
+                    ev = line.event
+                    if ev is None or (accepts is not None and not accepts(ev)):
+                        batch.append((line.time, name, line.seq, None, None))
+                    else:
+                        batch.append((line.time, name, line.seq, line.raw, ev))
+                    start, pos, exact = line.end, line.seq, True
+                    if len(batch) >= SINGLE_BATCH:
+                        yield batch
+                        batch = []
+                if not self.read_on(name, view, start):
+                    break
+                accepts = self.accepts_of(name)  # read on past --until: each event judged by its time
             if batch:
                 yield batch
             return
@@ -408,7 +441,14 @@ class Reader:
 
         every = test is None  # no filter: every line read is a match, checked a span at a time
 
-        accepts = self.judge_accepts()
+        same = self.judge_accepts()
+
+        def judged(name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, str | None]:
+            if name in self._until_scan:
+                return self.filters.accepts, None
+            return same, test_until
+
+        test_until = until
 
         def reporters(src: Source) -> tuple[OnGap, OnRepeat]:
             state = src.state
@@ -430,6 +470,7 @@ class Reader:
             view, _, read, pending, _ = state
             view.reacquire()
             name = src.name
+            accepts, until = judged(name)
             if every and accepts is None:
                 got = whole_span(view, src.offset, read, src.seq, src.exact, src.high, until)
                 if got is not None:  # a plain span: checked in C, no look at each line in Python
@@ -437,7 +478,8 @@ class Reader:
                     n = len(raws)
                     src.high = times[-1]
                     src.offset, src.seq, src.exact = end, first_seq + n - 1, True
-                    src.done = end >= view.end or (until is not None and _starts_at_or_after(view, end, until))
+                    src.done = end >= view.end or (until is not None and _starts_at_or_after(view, end, until)
+                                                   and not self.read_on(name, view, end))
                     if many:
                         view.release()
                     return list(zip(times, repeat(name, n), range(first_seq, first_seq + n), raws, repeat(None, n),
@@ -474,8 +516,9 @@ class Reader:
             # The next read: what this span kept per byte read says how far a span may go
             # before it holds ``hold`` bytes (a rare match: a long read, passed over in C).
             state[2] = max(hold, min(longest, (src.offset - first) * hold // kept)) if kept else longest
-            src.done = (src.offset >= view.end or not out
-                        or (until is not None and _starts_at_or_after(view, src.offset, until)))
+            src.done = src.offset >= view.end or (
+                (not out or (until is not None and _starts_at_or_after(view, src.offset, until)))
+                and not self.read_on(name, view, src.offset))
             if many:
                 view.release()
             return out

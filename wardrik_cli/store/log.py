@@ -666,6 +666,29 @@ class LogView:
                 return 0
         return off
 
+    def later_from(self, off: int, t: str) -> bool:
+        """Are the lines from ``off`` (a line start, where a read with ``--until t`` stopped)
+        at or after ``t``, as far as a check sees: every line in the ``TIME_WINDOW`` bytes
+        from ``off`` and samples of the rest (``TIME_SAMPLES``)? False when one is earlier (the
+        times are out of order: the read must go on, judging each event by its time). The
+        limit mirrors ``offset_at_time``'s: a short stretch out of order past the window and
+        between two samples is not seen."""
+        if self.fd is None or off >= self.end:
+            return True
+        data = os.pread(self.fd, min(TIME_WINDOW, self.end - off), off)
+        cut = data.rfind(b"\n") + 1
+        window = data[:cut - 1].split(b"\n") if cut else []
+        if not window:  # one line longer than the window starts here: judged by its head
+            window = [raw for _at, raw in itertools.islice(lines.iter_lines(self.fd, off, self.end), 1)]
+        rest = off + max(cut, 1)
+        step = max((self.end - rest) // TIME_SAMPLES, 1)
+        samples = (lines.line_at_or_after(self.fd, pos, self.end) for pos in range(rest, self.end, step))
+        for raw in itertools.chain(window, (found[1] for found in samples if found is not None)):
+            when = line_time(raw)
+            if when is not None and when < t:
+                return False
+        return True
+
     def _bisect(self, after: Callable[[dict[str, Any]], bool]) -> int:
         class _Unreadable(Exception):
             pass
