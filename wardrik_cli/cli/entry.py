@@ -72,5 +72,13 @@ def main() -> None:
             raise KeyboardInterrupt
         cli_main()  # exits; a signal in the instants before or after the command's own handling lands here
     except KeyboardInterrupt:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         sys.exit(0 if following else 130)
+    finally:
+        # The command is over: a second stop signal (``timeout`` signals the process, then its
+        # group) must not change its exit. One that came while a thread was joined on the way
+        # out armed the retry timer, which fired once the interpreter had reset its handlers
+        # (killed by SIGALRM, exit 142); one that came then killed it outright (exit 130).
+        for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if sig == signal.SIGALRM or signal.getsignal(sig) is interrupt:
+                signal.signal(sig, signal.SIG_IGN)
+        signal.setitimer(signal.ITIMER_REAL, 0)
