@@ -405,3 +405,38 @@ def test_a_cursor_file_in_a_folder_that_does_not_exist_is_refused_before_anythin
     p = run_cli(*cmd, "--cursor-file", str(tmp_path / "nodir" / "x.cur"), root=root)
     assert p.returncode == 2 and p.stdout == b"" and p.stderr.startswith(b"error:"), p.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.subprocess
+def test_a_custom_view_never_imports_code_planted_in_the_root(tmp_path):
+    """Run from inside an evidence root (the root by default), ``fold --view MOD:NAME`` put the
+    current directory first on the import path: a planted ``rich/`` ran as the reviewer (as
+    root) once pretty output imported it. Now the root is never looked in, and the current
+    directory elsewhere only while the view is imported, and last."""
+    root = tmp_path / "ev"
+    run_cli("append", "acme/a", "run.started", root=root, check=True)
+    marker = tmp_path / "PWNED"
+    for planted in ("rich", "okviews"):
+        (root / planted).mkdir()
+        (root / planted / "__init__.py").write_text(f"open({str(marker)!r}, 'a').write({planted!r})\n")
+    views = tmp_path / "views"
+    views.mkdir()
+    (views / "okviews.py").write_text("class Count:\n    def initial(self): return {'n': 0}\n"
+                                      "    def apply(self, s, e): s['n'] += 1; return s\n")
+    env = {k: v for k, v in os.environ.items() if k != "WARDRIK_ROOT"}
+    p = subprocess.run([WARDRIK, "fold", "acme/a", "--view", "okviews:Count", "-o", "pretty"], cwd=root,
+                       env={**env, "PYTHONPATH": str(views)}, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists()
+    (views / "okviews.py").unlink()  # only the planted one is left: the root is not looked in
+    p = subprocess.run([WARDRIK, "fold", "acme/a", "--view", "okviews:Count"], cwd=root, env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"no module named 'okviews'" in p.stderr and not marker.exists()
+    p = subprocess.run([WARDRIK, "--root", str(root), "fold", "acme/a", "--view", "okviews:Count"],
+                       cwd=tmp_path / "views", env=env, capture_output=True, timeout=60)
+    assert p.returncode == 2 and not marker.exists()
+    (views / "okviews.py").write_text("class Count:\n    def initial(self): return {'n': 0}\n"
+                                      "    def apply(self, s, e): s['n'] += 1; return s\n")
+    p = subprocess.run([WARDRIK, "--root", str(root), "fold", "acme/a", "--view", "okviews:Count", "-o", "json"],
+                       cwd=views, env=env, capture_output=True, timeout=60)
+    assert p.returncode == 0 and b'"n": 1' in p.stdout.replace(b'"n":1', b'"n": 1'), p.stdout

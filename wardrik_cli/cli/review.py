@@ -20,11 +20,13 @@ from wardrik_cli.cli.options import (
     Types, Until, Where,
 )
 from wardrik_cli.cli.output import Format, choose, emit, write_events_json, write_json, write_lines
+from wardrik_cli.errors import WardrikError
 from wardrik_cli.protocol.cursor import Cursor, encode_cursor
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log
 
 if TYPE_CHECKING:
+    from wardrik_cli.cli.context import Invocation
     from wardrik_cli.read.filters import Filters
 
 
@@ -162,7 +164,7 @@ def fold(
         filters = build_filters(run=run, since=since)
         lo = filters.since
         select = filters.accepts if run is not None else None
-    v = load(view)  # --at < 0 is refused by the fold itself
+    v = load(view, shun=_data_folder(inv, log))  # --at < 0 is refused by the fold itself
     res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt),
                       since=lo, select=select, warn=inv.warn)
 
@@ -202,3 +204,13 @@ def types(fmt: FormatOpt = None) -> None:
         print_types(catalogue())
 
     emit(choose(fmt, Format.json), pretty=pretty, jsonl=rows, json=rows)
+
+
+def _data_folder(inv: Invocation, log: str) -> Path | None:
+    """The folder a fold reads (a log file's, or the root's): never a place to import a view from."""
+    if log.endswith(".jsonl"):
+        return Path(log).parent
+    try:
+        return Path(inv.root.path)
+    except WardrikError:  # a root that cannot be used: the fold says so, after the view's own errors
+        return Path(inv.root_arg or inv.settings.root or ".")

@@ -55,6 +55,7 @@ import json
 import os
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from wardrik_cli.errors import BadView, Failure
@@ -470,8 +471,13 @@ def is_view(obj: Any) -> bool:
     return callable(getattr(obj, "initial", None)) and callable(getattr(obj, "apply", None))
 
 
-def load(spec: str) -> Any:
-    """A view by name: ``state``, ``timeline``, ``activity`` or ``module:name``. BadView if not."""
+def load(spec: str, shun: Path | None = None) -> Any:
+    """A view by name: ``state``, ``timeline``, ``activity`` or ``module:name``. BadView if not.
+
+    ``module`` is looked for on the Python path, then in the current directory, unless that
+    is ``shun`` or inside it (the root: nothing under a root is ever run as code, since a
+    reviewer runs wardrik on roots others wrote). The current directory is on the path only
+    while the module is imported, and last: a file there never stands in for a library."""
     if spec in BUILTIN:
         return BUILTIN[spec]()
     if ":" not in spec:
@@ -482,8 +488,9 @@ def load(spec: str) -> Any:
         raise BadView(f"bad view {spec!r}: expected MODULE:NAME, e.g. myviews:Errors")
     # Like uvicorn and gunicorn, look for the module in the current directory too.
     cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+    added = cwd not in sys.path and not _inside(Path(cwd), shun)
+    if added:
+        sys.path.append(cwd)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -493,6 +500,9 @@ def load(spec: str) -> Any:
         raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
     except Exception as e:  # the user's module raised while importing
         raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -508,6 +518,15 @@ def load(spec: str) -> Any:
     if not is_view(obj):
         raise BadView(f"view {spec!r} is not a view: a view has initial() and apply(state, event)")
     return obj
+
+
+def _inside(path: Path, root: Path | None) -> bool:
+    if root is None:
+        return False
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return True  # cannot tell: not looked in
 
 
 def name_of(view: Any, spec: str) -> str:
