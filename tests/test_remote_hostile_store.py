@@ -195,3 +195,26 @@ def test_objects_planted_in_a_bucket_are_said_and_never_block_a_read(tmp_path, b
     assert p.returncode == 0, p.stderr
     assert b"2 object(s)" in p.stderr and b"not wardrik's" in p.stderr
     assert sorted(x.name for x in (tmp_path / "ev").rglob("*.jsonl")) == ["a.jsonl", "b.jsonl"]
+
+
+def test_ship_never_writes_through_a_link_planted_in_a_folder_store(tmp_path):
+    """A ``log=...`` folder planted as a link to elsewhere: ship wrote the segment there (mkdir
+    and link by path), recorded it as stored, and compact then dropped the only copy. Now ship
+    refuses it (exit 1, naming the link), nothing lands outside, and nothing is recorded."""
+    r = tmp_path / "root"
+    run_cli("init", "--deployment", "d1", root=r, check=True)
+    run_cli("append", "acme/a", "trigger.fired", "--data", '{"trigger": {"name": "x"}}', root=r, check=True)
+    store, elsewhere = tmp_path / "store", tmp_path / "elsewhere"
+    (store / "v1/deployment=d1/kind=agents").mkdir(parents=True)
+    elsewhere.mkdir()
+    (store / "v1/deployment=d1/kind=agents/log=acme~a").symlink_to(elsewhere)
+    p = run_cli("ship", f"file://{store}", root=r)
+    assert p.returncode == 1, p.stderr
+    assert b"symbolic link" in p.stderr and b"never written through" in p.stderr
+    assert list(elsewhere.rglob("*")) == []
+    p = run_cli("ship", f"file://{store}", "-o", "json", root=r)  # again: still refused, still nothing recorded
+    assert p.returncode == 1
+    assert list(elsewhere.rglob("*")) == []
+    (store / "v1/deployment=d1/kind=agents/log=acme~a").unlink()
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0  # the link gone: shipped into the store
+    assert [k.name for k in store.rglob("*.jsonl")] == ["000000000001.jsonl"]

@@ -34,6 +34,7 @@ Contract kept here:
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -48,7 +49,7 @@ from urllib.parse import quote, unquote, urlsplit
 import orjson
 
 from wardrik_cli.errors import BadInput, Failure
-from wardrik_cli.store.fsutil import fsync_dir, link_new
+from wardrik_cli.store.fsutil import link_new
 
 META_SUFFIX = ".meta"  # a folder store's sidecar: SSSSSSSSSSSS.jsonl.meta
 # Metadata, gap records and watermarks are a few hundred bytes; one past this was written by
@@ -291,18 +292,61 @@ class FolderStore(Store):
 
     def create(self, key: str, data: bytes, meta: Meta) -> bool:
         self._require()
-        p = self._file(key)
         body = orjson.dumps({"last_sequence": meta.last, "sha256": meta.sha256, "root_id": meta.root_id,
                              "root": meta.root}) + b"\n"
+        name = key.rsplit("/", 1)[-1]
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if not _link_new(p.with_name(p.name + META_SUFFIX), body):
-                return False  # claimed already: the caller reads whose claim it is
-            _link_new(p, data)  # our claim: the bytes follow (a same-root shipper may have completed it)
-            fsync_dir(p.parent)
+            dfd = self._folder_of(key)
+            try:
+                here = Path(f"/proc/self/fd/{dfd}")  # that folder itself: no name on the way is looked up again
+                if not _link_new(here / (name + META_SUFFIX), body):
+                    return False  # claimed already: the caller reads whose claim it is
+                _link_new(here / name, data)  # our claim: the bytes follow (a same-root shipper may have completed it)
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
         except OSError as e:
             raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
         return True
+
+    def _folder_of(self, key: str) -> int:
+        """An fd of the folder ``key`` goes in, made if missing, each folder on the way opened
+        relative to the one above with ``O_NOFOLLOW`` (as ``_open`` reads): a link planted in
+        the store (``log=... -> /elsewhere``) is refused, never written through, so nothing a
+        ship records as stored lies outside the store."""
+        parts = key.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise Failure(f"{self.where(key)}: not an object key of this store")
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+        dfd = os.open(self.path, flags)
+        try:
+            at = ""
+            for part in parts[:-1]:
+                at += part + "/"
+                try:
+                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
+                except FileNotFoundError:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=dfd)
+                    try:
+                        sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
+                    except OSError as e:
+                        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                            raise
+                        sub = -1
+                except OSError as e:
+                    if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    sub = -1
+                if sub < 0:
+                    raise Refused(f"{self.where(key)}: {self.where(at.rstrip('/'))} is {_kind(part, dfd)}, "
+                                  "not a folder of this store: never written through")
+                os.close(dfd)
+                dfd = sub
+            return dfd
+        except BaseException:
+            os.close(dfd)
+            raise
 
     def _open(self, key: str) -> int:
         """A read-only fd of the object at ``key``, only if it is a regular file in the folder.
@@ -399,12 +443,14 @@ class FolderStore(Store):
             return None, meta
 
     def complete(self, key: str, data: bytes) -> None:
-        p = self._file(key)
-        if p.exists():
-            return
+        name = key.rsplit("/", 1)[-1]
         try:
-            _link_new(p, data)
-            fsync_dir(p.parent)
+            dfd = self._folder_of(key)
+            try:
+                if _link_new(Path(f"/proc/self/fd/{dfd}") / name, data):
+                    os.fsync(dfd)
+            finally:
+                os.close(dfd)
         except OSError as e:
             raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
 
