@@ -57,3 +57,32 @@ def test_a_follower_gets_a_live_event_at_the_limit_whole(tmp_path):
     f.stop()
     th.join(10)
     assert got[0].event["data"]["delta"] == text and got[0].event["id"] == sent["id"]
+
+
+def test_a_socket_link_planted_in_the_live_folder_is_never_sent_to(tmp_path):
+    """``.wardrik/live/<token>.sock`` planted as a link to a socket outside the root (syslog's,
+    say): every append sent its live events there (a folder that is a link was refused, a
+    socket that is one was not). Now only a socket itself is sent to."""
+    import socket
+
+    root = tmp_path / "root"
+    assert _cli(root, "init")[0] == 0
+    outside = tmp_path / "outside.sock"
+    rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    rx.bind(str(outside))
+    rx.setblocking(False)
+    try:
+        live = root / ".wardrik" / "live"
+        live.mkdir(parents=True, exist_ok=True)
+        (live / "1-aaaa.sock").symlink_to(outside)
+        (live / "1-aaaa.json").write_bytes(orjson.dumps({"pid": 1, "patterns": ["*"], "types": None}))
+        assert _cli(root, "append", "acme/a", "trigger.fired", "--data", '{"trigger": {"name": "x"}}')[0] == 0
+        assert _cli(root, "append", "acme/a", "message.delta", "--data",
+                    '{"message": {"id": "m"}, "delta": "hello outside"}')[0] == 0
+        try:
+            got = rx.recv(1 << 16)
+        except BlockingIOError:
+            got = None
+        assert got is None  # before: b"acme/a\n", then the delta itself
+    finally:
+        rx.close()

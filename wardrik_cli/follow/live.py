@@ -147,6 +147,7 @@ def _send(tokens: Iterable[str], d: str, datagram: bytes) -> int:
     if not tokens:
         return 0
     import socket
+    import stat
 
     reached = 0
     h = _DirHandle(d)
@@ -158,7 +159,10 @@ def _send(tokens: Iterable[str], d: str, datagram: bytes) -> int:
             pass
         for token in tokens:
             try:
-                s.sendto(datagram, socket.MSG_DONTWAIT, h.path(token + SOCK_SUFFIX))
+                at = h.path(token + SOCK_SUFFIX)
+                if not stat.S_ISSOCK(os.lstat(at).st_mode):
+                    continue  # a link (to a socket outside the root) or a file planted there: never sent to
+                s.sendto(datagram, socket.MSG_DONTWAIT, at)
                 reached += 1
             except OSError as e:
                 if e.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK):
