@@ -90,3 +90,28 @@ def test_a_folder_made_while_the_watches_are_set_is_told(tmp_path, monkeypatch):
         assert str(root / "h" / "l0.jsonl") in seen
     finally:
         w.close()
+
+
+@pytest.mark.subprocess
+def test_a_followed_folder_swapped_for_a_link_is_not_read_through(root, tmp_path):
+    """The root remembered a folder was no link for as long as it lived: a follower whose
+    folder was then replaced by a link to elsewhere read the log there (as a log "deleted and
+    recreated"). Now the follower looks again when it opens a log again, and says so."""
+    add(root, "acme/a", "in")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    t = Tailer(root, "-f", "-n", "0", "-o", "jsonl")
+    try:
+        t.wait_registered()
+        add(root, "acme/a", "seen")
+        assert [e["data"]["trigger"]["name"] for e in t.events(1)] == ["seen"]
+        add(root.parent / "other", "a", "OUTSIDE")
+        (outside / "a.jsonl").write_bytes((root.parent / "other" / "a.jsonl").read_bytes())
+        (root / "acme").rename(root / "acme.old")
+        (root / "acme").symlink_to(outside, target_is_directory=True)
+        assert t.wait_err(b"is a symbolic link")
+        add(root, "b", "after")  # the follow goes on (acme.old/a is a new log to it: read whole)
+        assert sorted(e["data"]["trigger"]["name"] for e in t.events(3)) == ["after", "in", "seen"]
+    finally:
+        t.kill()
+    assert b"OUTSIDE" not in b"".join(t.got)

@@ -56,7 +56,7 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.protocol.cursor import Cursor
-from wardrik_cli.errors import CorruptLedger
+from wardrik_cli.errors import CorruptLedger, NotRegular
 from wardrik_cli.protocol.envelope import dumps_line
 from wardrik_cli.store.log import HEAD, Log, LogView, decode_event
 from wardrik_cli.read.scan import OnGap, OnRepeat, scan
@@ -150,6 +150,7 @@ class _LogState:
         self.view: LogView | None = None
         self.offset = 0
         self.missing_warned = False
+        self.refused_warned = False  # its path was refused (a folder on the way became a link): told once
         self.seen_file = False
         self.size_seen: tuple[int, int] = (-1, -1)
         self.activity: ActivityTracker | None = None  # made when a follower wants activity.changed
@@ -701,7 +702,15 @@ class Follower:
 
     def _reopen(self, st: _LogState) -> Iterator[Item]:
         log = st.log
-        view = log.open()
+        log.root.recheck_folders()  # a folder swapped for a link since it was first looked at is refused
+        try:
+            view = log.open()
+        except NotRegular as e:
+            if not st.refused_warned:
+                st.refused_warned = True
+                self.warn(f"{e}; not read (following goes on)")
+            return
+        st.refused_warned = False
         if view.fd is None:
             return
         had_file = st.seen_file

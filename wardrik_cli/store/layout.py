@@ -107,6 +107,11 @@ class Root:
                 return
             checked.add(here)
 
+    def recheck_folders(self) -> None:
+        """Forget which folders were found not to be links: a long-lived reader (a follower)
+        that opens a log again looks at its folders again (one replaced by a link since, say)."""
+        self._real_folders.clear()
+
     def state_dir(self, path: Path) -> None:
         """Make the folders of the tool's file ``path`` (``.wardrik/<kind>/...``) before it is
         written, one level at a time; ``NotRegular`` names one that is a link or not a folder
