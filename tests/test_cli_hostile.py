@@ -440,3 +440,59 @@ def test_a_custom_view_never_imports_code_planted_in_the_root(tmp_path):
     p = subprocess.run([WARDRIK, "--root", str(root), "fold", "acme/a", "--view", "okviews:Count", "-o", "json"],
                        cwd=views, env=env, capture_output=True, timeout=60)
     assert p.returncode == 0 and b'"n": 1' in p.stdout.replace(b'"n":1', b'"n": 1'), p.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["page", "-g", "a{99999999999}"],  # past re's repeat limit: an OverflowError, not re.error
+    ["page", "--where", "data.x~a{99999999999}"],
+    ["export", "otlp", "--endpoint", "http://[::1"],  # urlsplit raised ValueError
+    ["export", "otlp", "--endpoint", "http://a b"],  # http.client refused it only when sending
+    ["export", "otlp", "--endpoint", "http://h:99999"],
+])
+def test_bad_patterns_and_urls_are_one_error_line(tmp_path, args):
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", root=root, check=True)
+    p = run_cli(*args, root=root)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(b"error: bad ") and p.stderr.count(b"\n") == 1 and p.stdout == b""
+
+
+@pytest.mark.subprocess
+def test_a_pattern_re_warns_about_prints_no_python_warning(tmp_path):
+    """``[[a]`` makes re print a FutureWarning with a source path and line, four times."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "trigger.fired", "--data", '{"trigger": {"name": "[a"}}', root=root, check=True)
+    for args in (["page", "-g", "[[a]"], ["page", "--where", "data.trigger.name~[[a]"], ["tail", "-g", "[[a]"]):
+        p = subprocess.run([WARDRIK, "--root", str(root), *args, "-o", "jsonl"], capture_output=True, timeout=60)
+        assert p.returncode == 0 and p.stderr == b"", p.stderr
+
+
+def test_export_refuses_one_file_for_the_spans_and_the_cursor(tmp_path):
+    """The spans were appended, then the cursor's rename replaced them, and the cursor said
+    they had gone: the next export sent nothing."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", root=root, check=True)
+    same = tmp_path / "same"
+    link = tmp_path / "link"
+    link.symlink_to(same)
+    for cursor in (same, link):
+        p = run_cli("export", "otlp", "-o", str(same), "--cursor-file", str(cursor), root=root)
+        assert p.returncode == 2 and b"one file" in p.stderr, p.stderr
+        assert not same.exists()
+
+
+def test_token_sums_past_64_bits_are_printed_whole(tmp_path):
+    """Two counts that each fit in 64 bits, whose sum does not: stats was an internal error
+    in every format (orjson writes no bigger integer), fold --view usage -o json an error."""
+    root = tmp_path / "r"
+    for m in ("m1", "m2"):
+        run_cli("append", "a", "message.completed", "--data",
+                f'{{"message": {{"id": "{m}"}}, "model": "x", "usage": {{"input_tokens": {10 ** 19}, '
+                '"output_tokens": 1}}', root=root, check=True)
+    for fmt in ("json", "jsonl", "pretty"):
+        p = run_cli("stats", "--by", "model", "-o", fmt, root=root)
+        assert p.returncode == 0, p.stderr
+        assert b"20000000000000000000" in p.stdout.replace(b",", b"")
+    p = run_cli("fold", "a", "--view", "usage", "-o", "json", root=root)
+    assert p.returncode == 0, p.stderr
+    assert b"20000000000000000000" in p.stdout

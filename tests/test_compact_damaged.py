@@ -49,3 +49,31 @@ def test_dry_run_says_so_and_keeps_nothing(root):
     [row] = [r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a"]
     assert row["damaged"] == 1 and "damaged_kept" not in row
     assert path.read_bytes() == before and not list(path.parent.glob("*.damaged-*"))
+
+
+def test_a_damaged_line_after_the_last_old_event_is_not_dropped_on_a_guess(root):
+    """Events 1-4 past the retention, a line that is not an event, then 5 recent ones: its
+    time cannot be read, so it is not shown to be old, and the log cannot be cut after it
+    (the kept part must start with an event): the log is not swept, and the sweep says so
+    (exit 1, naming the byte). Before: it went with the part dropped, counted as a dropped
+    event, and `check` was clean afterwards."""
+    path = root / "acme" / "a.jsonl"
+    write_log(path, 4, start=START - timedelta(days=400), log_id="acme/a")
+    old = path.read_bytes()
+    write_log(path, 5, first_seq=5, start=START + timedelta(days=10_000), log_id="acme/a")
+    path.write_bytes(old + GARBAGE + b"\n" + path.read_bytes())
+    before = path.read_bytes()
+    p = run_cli("compact", "-q", root=root)
+    assert p.returncode == 1
+    assert f"at byte {len(old)}".encode() in p.stderr and b"not compacted" in p.stderr
+    assert path.read_bytes() == before and not list(path.parent.glob("*.damaged-*"))
+    assert run_cli("check", root=root).returncode == 1  # still there for check to name
+
+
+def test_dry_run_words_what_would_happen(root):
+    damaged_log(root)
+    p = run_cli("compact", "--dry-run", root=root)
+    err = p.stderr.decode()
+    assert p.returncode == 1
+    assert "their bytes would be kept beside the log" in err and "are would" not in err
+    assert "would keep their bytes" in err and "were in the part dropped" not in err

@@ -78,3 +78,34 @@ def test_types_lists_every_field_a_sweep_records(root):
     listed = {f.removeprefix("data.") for f in entry["required"] + entry["optional"]}
     assert set(ev["data"]) - {"actor", "assumed_by"} <= listed, (sorted(ev["data"]), sorted(listed))
     assert {"recovered", "started"} <= listed  # what a recovered sweep's record adds
+
+
+def test_audit_record_refuses_ledger_compacted(tmp_path):
+    """Who pruned what is recorded by compact itself: anyone could forge it before."""
+    from conftest import run_cli
+
+    root = tmp_path / "r"
+    run_cli("init", root=root, check=True)
+    p = run_cli("audit", "record", "ledger.compacted", "ledger", "--data", '{"logs": {}}', "--actor", "bob",
+                root=root)
+    assert p.returncode == 2 and b"recorded by compact only" in p.stderr
+    assert not (root / ".wardrik" / "audit.jsonl").exists()
+
+
+def test_a_misspelt_config_key_is_refused_by_compact(tmp_path):
+    """``retentoin = "1d"``: ignored before, the sweep kept 30 days, and cron never said so.
+    A key that is no near miss of a known one is left alone (another version's)."""
+    from conftest import run_cli
+
+    root = tmp_path / "r"
+    run_cli("init", root=root, check=True)
+    cfg = root / ".wardrik" / "config.toml"
+    cfg.write_text(cfg.read_text() + 'retentoin = "1d"\n')
+    for args in (["compact", "-q"], ["compact", "--dry-run"], ["compact", "--retention", "2d"]):
+        p = run_cli(*args, root=root)
+        assert p.returncode == 2 and b"unknown key 'retentoin': did you mean 'retention'" in p.stderr
+        assert str(cfg).encode() in p.stderr
+    cfg.write_text('max_byte = "1M"\n')
+    assert b"did you mean 'max_bytes'" in run_cli("compact", "-q", root=root).stderr
+    cfg.write_text('retention = "1d"\nmax_bytes = "1M"\nfuture_key = 3\n[prices."a:b"]\ninput_per_mtok = 1\n')
+    assert run_cli("compact", "-q", root=root).returncode == 0

@@ -476,6 +476,9 @@ def _help_console() -> None:
 def main() -> None:
     """The console script (see ``cli.entry``): ``run`` over this process, then exit."""
     argv = sys.argv[1:]
+    import warnings
+
+    warnings.simplefilter("ignore")  # a library's warning is no line for a user: errors say what matters
     if os.environ.get("WARDRIK_DEPLOYMENT") == "":
         # Empty is unset (``Invocation.deployment_given``), for the library's own reads of the
         # process's environment too (compact's ledger.compacted record).

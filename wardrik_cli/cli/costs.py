@@ -207,6 +207,9 @@ def export_otlp(
     # append spans to a log, a cursor file there would replace it.
     if output is not None and output != "-":
         refuse_root_file(output, "-o/--output")
+    if output is not None and output != "-" and cursor_file is not None and _same_file(output, cursor_file):
+        raise BadInput(f"-o {output} and --cursor-file {cursor_file} are one file: the cursor would replace "
+                       "the spans; give the cursor a file of its own")
     cursor = load_cursor(None, cursor_file)  # a file of the root, or in no folder: refused before anything
     sink: Any
     if output is not None:
@@ -276,3 +279,13 @@ def _tty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (ValueError, OSError, AttributeError):
         return False
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """Do two paths name one file (the same path, a link to it, or one hard-linked)?"""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet: the same path once links are resolved
+        return os.path.realpath(a) == os.path.realpath(b)

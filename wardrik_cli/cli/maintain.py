@@ -239,8 +239,13 @@ def compact(
             if not quiet or r in failed or (r in damaged and not skip_corrupt):
                 inv.warn(f"{r.log}: {note}")
     if damaged and not skip_corrupt and not failed:
-        inv.message(f"error: {sum(r.damaged for r in damaged)} damaged line(s) were in the part dropped, their "
-                    "bytes kept beside their logs (see the warnings; --skip-corrupt makes this a warning)")
+        n = sum(r.damaged for r in damaged)
+        if result.dry_run:
+            inv.message(f"error: {n} damaged line(s) are in the part that would be dropped; a sweep would keep "
+                        "their bytes beside their logs (see the warnings; --skip-corrupt makes this a warning)")
+        else:
+            inv.message(f"error: {n} damaged line(s) were in the part dropped, their bytes kept beside their logs "
+                        "(see the warnings; --skip-corrupt makes this a warning)")
         raise typer.Exit(ExitCode.FAILURE)
     if failed:
         for r in failed:

@@ -59,7 +59,7 @@ def write_lines(lines: Lines) -> None:
     try:
         for line in lines:
             if not isinstance(line, (bytes, bytearray)):
-                line = orjson.dumps(line)
+                line = dumps(line)
             if len(line) >= BLOCK:  # a long line goes as it is: joining would copy it whole
                 _write_joined(out, parts)
                 out.write(line)
@@ -93,8 +93,21 @@ def write_line(raw: bytes) -> None:
     out.write(raw + b"\n")
 
 
+def dumps(obj: Any, *, indent: bool = False) -> bytes:
+    """JSON of what a command prints; an integer past 64 bits (a sum of token counts an agent
+    wrote, each valid) is written as JSON writes any integer: orjson writes none that big, so
+    such a value goes through the standard library, in the same layout."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0)
+    except TypeError:
+        import json
+
+        return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None,
+                          separators=None if indent else (",", ":")).encode()
+
+
 def write_json(obj: Any, *, indent: bool = True) -> None:
-    current().stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0) + b"\n")
+    current().stdout.write(dumps(obj, indent=indent) + b"\n")
 
 
 def write_events_json(raws: Iterable[bytes], next_cursor_fn: Callable[[], str]) -> None:

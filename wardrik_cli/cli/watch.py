@@ -129,9 +129,9 @@ def activity(
     def pretty() -> None:
         from wardrik_cli.cli.render.fold import print_activities
 
-        print_activities(details(logs, corrupt))  # the table adds the open run and the last run's end
+        print_activities(details(logs, corrupt, inv.warn))  # the table adds the open run and the last run's end
 
-    acts = None if shown == Format.pretty else activities(logs, corrupt)
+    acts = None if shown == Format.pretty else activities(logs, corrupt, inv.warn)
     emit(shown, pretty=pretty, jsonl=[acts], json=acts)
 
 

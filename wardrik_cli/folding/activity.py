@@ -26,6 +26,7 @@ Contract kept here (CONTRACT.md, ``activity``):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wardrik_cli.folding import checkpoint
@@ -35,31 +36,33 @@ from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.folding.views import ActivityView, activity_detail, activity_of
 
 VIEW = "activity"
+Warn = Callable[[str], None]
 
 
-def state(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
-    """The activity view's state of one log (folded from its checkpoint, which it saves)."""
-    res = fold_target(Target(log.name, log, True), ActivityView(), VIEW, on_corrupt=on_corrupt)
+def state(log: Log, on_corrupt: OnCorrupt = None, warn: Warn | None = None) -> dict[str, Any]:
+    """The activity view's state of one log (folded from its checkpoint, which it saves);
+    ``warn`` is told of a gap in its sequence met by the fold."""
+    res = fold_target(Target(log.name, log, True), ActivityView(), VIEW, on_corrupt=on_corrupt, warn=warn)
     st: dict[str, Any] = res.state
     return st
 
 
-def activity(log: Log, on_corrupt: OnCorrupt = None) -> dict[str, Any]:
+def activity(log: Log, on_corrupt: OnCorrupt = None, warn: Warn | None = None) -> dict[str, Any]:
     """``{"doing", "since", "pending"}`` of one log, each event of doing cut at ``deep.DEPTH``
     levels of its data (see the module's contract)."""
-    act = activity_of(state(log, on_corrupt))
+    act = activity_of(state(log, on_corrupt, warn))
     act["doing"] = [clip(e, DEPTH + 1) for e in act["doing"]]  # +1: the event itself, around its data
     return act
 
 
-def activities(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:
-    return {log.name: activity(log, on_corrupt) for log in logs}
+def activities(logs: list[Log], on_corrupt: OnCorrupt = None, warn: Warn | None = None) -> dict[str, dict[str, Any]]:
+    return {log.name: activity(log, on_corrupt, warn) for log in logs}
 
 
-def details(logs: list[Log], on_corrupt: OnCorrupt = None) -> dict[str, dict[str, Any]]:
+def details(logs: list[Log], on_corrupt: OnCorrupt = None, warn: Warn | None = None) -> dict[str, dict[str, Any]]:
     """Per log, ``activity`` plus ``run`` (the open run) and ``last_run`` (how the last one
     ended): what the pretty table shows."""
-    return {log.name: activity_detail(state(log, on_corrupt)) for log in logs}
+    return {log.name: activity_detail(state(log, on_corrupt, warn)) for log in logs}
 
 
 class ActivityTracker:

@@ -51,7 +51,7 @@ from wardrik_cli.protocol.names import LOG_SUFFIX, validate_log_id
 from wardrik_cli.store.layout import Root, log_id_from_path
 from wardrik_cli.store.log import Log, LogView, Watermark, decode_event, head_envelope
 from wardrik_cli.read.reader import repeat_reporter
-from wardrik_cli.read.scan import Line, OnRepeat, scan
+from wardrik_cli.read.scan import Line, OnGap, OnRepeat, scan
 from wardrik_cli.folding.views import ViewFailed, load as load_view, name_of, types_of, version_of
 
 OnCorrupt = Callable[[CorruptLedger], None] | None
@@ -174,13 +174,15 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
             if bound > start:
                 end = bound
         scan = Scan(tgt, lv, view, vname, on_corrupt, keep=_keep(since, select) if selected else None,
-                    on_repeat=repeat_reporter(tgt.label, warn))
+                    on_repeat=repeat_reporter(tgt.label, warn), on_gap=_gap_teller(tgt, warn),
+                    exact=ck is not None and since is None)
         state, through = scan.run(state, through, start, end, at)
         res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
                          events_read=scan.events)
         # Never replace a valid checkpoint by one at a lower sequence (a fold --at after a full
         # fold): the next full fold would have more to read.
-        if (save_checkpoints and tgt.checkpoints and not selected and scan.skipped == 0
+        # Nor save one past a gap: the next fold reads it again, and says so again.
+        if (save_checkpoints and tgt.checkpoints and not selected and scan.skipped == 0 and scan.gaps == 0
                 and scan.last_raw is not None and through > (valid.seq if valid else 0)):
             state_json = _state_json(state)
             if state_json is not None:
@@ -188,6 +190,15 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
                                             state_json)
         res.state = _finish(view, vname, tgt, state, through)
         return res
+
+
+def _gap_teller(tgt: Target, warn: Callable[[str], None] | None) -> OnGap | None:
+    """A warning for a hole in the log's sequence met by the fold (a line deleted by hand)."""
+    if warn is None:
+        return None
+    from wardrik_cli.read.reader import gap_reporter
+
+    return gap_reporter(tgt.log, warn)
 
 
 def _seek(lv: LogView, since: str, at: int | None) -> tuple[int, int]:
@@ -285,12 +296,22 @@ def clip_state(res: FoldResult) -> bool:
 def result_json(res: FoldResult, *, indent: bool = False) -> bytes:
     """``{"log", "view", "through", "state"}`` as JSON; sets and tuples become lists, other
     objects their repr. Objects and arrays nested deeper than JSON can be written are cut
-    (``clip_state``). A state JSON cannot hold otherwise (a key that is not a string, an
-    integer past 64 bits) is ``ViewFailed`` naming the view."""
+    (``clip_state``). A state JSON cannot hold otherwise (a key that is not a string) is
+    ``ViewFailed`` naming the view; an integer past 64 bits is written whole."""
     clip_state(res)
     try:
-        return orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2 if indent else 0)
-    except (TypeError, orjson.JSONEncodeError) as e:
+        try:
+            return orjson.dumps(res.to_json(), default=_jsonable, option=orjson.OPT_INDENT_2 if indent else 0)
+        except TypeError as e:
+            if "64-bit" not in str(e):
+                raise
+            # a sum past 64 bits of counts each valid (the usage view's tokens): JSON holds any
+            # integer, the standard library writes it (in the same layout)
+            import json
+
+            return json.dumps(res.to_json(), default=_jsonable, ensure_ascii=False, indent=2 if indent else None,
+                              separators=None if indent else (",", ":")).encode()
+    except (TypeError, ValueError, orjson.JSONEncodeError) as e:
         raise ViewFailed(f"view {res.view!r}: its state through sequence {res.through} of {res.log} cannot be "
                          f"written as JSON ({e}); use --format pretty, or keep the state to JSON types "
                          f"(string keys)") from None
@@ -370,9 +391,12 @@ class Scan:
     """The hot loop: decode only what the view reads, apply it, remember where it ended."""
 
     def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt,
-                 keep: Callable[[dict[str, Any]], bool] | None = None, on_repeat: OnRepeat | None = None):
+                 keep: Callable[[dict[str, Any]], bool] | None = None, on_repeat: OnRepeat | None = None,
+                 on_gap: OnGap | None = None, exact: bool = False):
         self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
         self.on_repeat = on_repeat
+        self.gaps = 0  # sequence gaps met (a damaged log): told, and no checkpoint is saved past one
+        self._on_gap, self.exact = on_gap, exact
         self.keep = keep  # a selection: only the events it accepts are applied
         self.skipped = 0
         self.events = 0
@@ -387,7 +411,14 @@ class Scan:
         apply = view.apply if self.keep is None else _only(view.apply, self.keep)
         last: Line | None = None
         n = 0
-        for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode, on_repeat=self.on_repeat):
+        def on_gap(before: int, after: int) -> None:
+            self.gaps += 1
+            if self._on_gap is not None:
+                self._on_gap(before, after)
+
+        for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode, on_repeat=self.on_repeat,
+                         on_gap=on_gap, after_seq=through if self.exact else 0,
+                         gap_from_start=self.exact and through > 0):
             event = line.event
             if event is not None and (types is None or event["type"] in types):
                 try:

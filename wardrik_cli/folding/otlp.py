@@ -710,7 +710,11 @@ def traces_url(endpoint: str | None, env: Mapping[str, str]) -> tuple[str, str] 
 
     if endpoint is not None:
         url, origin = endpoint.strip(), "--endpoint"
-        if urlsplit(url).path in ("", "/"):
+        try:
+            bare = urlsplit(url).path in ("", "/")
+        except ValueError:
+            bare = False  # refused below
+        if bare:
             url = url.rstrip("/") + "/v1/traces"
     elif (got := _env(env, "ENDPOINT")) is not None:
         origin, url = got
@@ -718,8 +722,13 @@ def traces_url(endpoint: str | None, env: Mapping[str, str]) -> tuple[str, str] 
             url = url.rstrip("/") + "/v1/traces"
     else:
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0 \
+            and not any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url)
+    except ValueError:  # a bracket left open, a port that is not a number
+        ok = False
+    if not ok:
         raise BadInput(f"bad {origin} {url!r}: an http:// or https:// URL, e.g. http://localhost:4318 "
                        "(OTLP/HTTP; /v1/traces is added to a URL without a path)")
     return url, origin

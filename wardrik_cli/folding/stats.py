@@ -980,7 +980,12 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                 last_raw, last_seq, last_end = last[1], last[2], last[5]
             if (keep and skipped == 0 and last is not None and last_seq > (ck.seq if ck else 0)
                     and log.root.path.is_dir()):
-                ckpt.save(log, view, vname, version, last_seq, last_end, last_raw, orjson.dumps(c.dump()))
+                try:
+                    state = orjson.dumps(c.dump())
+                except TypeError:  # a sum past 64 bits (orjson writes no bigger integer): counted, not kept
+                    state = None
+                if state is not None:
+                    ckpt.save(log, view, vname, version, last_seq, last_end, last_raw, state)
             c.finish()
             total.merge(c)
     rows = total.rows()

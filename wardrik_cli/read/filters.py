@@ -100,9 +100,24 @@ def parse_run(text: str) -> str:
                    "the full 32, or a traceparent (00-<run id>-<span>-01)")
 
 
+def user_regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A regular expression a user typed: re.error for any pattern ``re`` cannot take (a
+    repeat count past its limit is an OverflowError there, a nesting too deep a
+    RecursionError), and the warnings ``re`` gives about a pattern (``[[``: a FutureWarning
+    printed with a source path) are not printed: the pattern is taken as ``re`` reads it."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return re.compile(pattern, flags)
+    except (OverflowError, RecursionError, ValueError) as e:
+        raise re.error(str(e) or type(e).__name__) from None
+
+
 def compile_grep(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
     try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        return user_regex(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as e:
         raise BadInput(f"bad --grep {pattern!r}: {e} (a Python regular expression; "
                        "escape ( [ . * + ? with a backslash to match them literally)") from None
@@ -334,10 +349,15 @@ class Where:
             raise BadInput(f"bad --where {text!r}: the path {path_text!r} has an empty part")
         if op == "~":
             try:
-                rx = re.compile(value)
+                rx = user_regex(value)
                 return cls(text, path, op, value, regex=rx, matcher=matcher_of(rx))
             except re.error as e:
                 raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
+        if path == ("sequence",) and op != "~":
+            # stored as 12 digits: compared as the number it is (``sequence>10``, ``sequence=7``)
+            if not value.strip().isdigit():
+                raise BadInput(f"bad --where {text!r}: sequence compares with a whole number, e.g. sequence>=100")
+            return cls(text, path, op, value, number=int(value.strip()))
         if op in ("<", "<=", ">", ">="):
             if path == ("time",):
                 from wardrik_cli.errors import BadTime
@@ -367,6 +387,13 @@ class Where:
             else:
                 return self.op == "!="  # a missing path matches only !=
         op = self.op
+        if self.path == ("sequence",) and op != "~":
+            if not (isinstance(cur, str) and cur.isdigit()):
+                return op == "!="
+            n = int(cur)
+            if op in ("=", "!="):
+                return (n == self.number) == (op == "=")
+            return _compare(n, self.number, op)
         if op in ("=", "!=", "~"):
             if isinstance(cur, str):
                 text = cur
@@ -469,10 +496,14 @@ def required_literals(rx: re.Pattern[str]) -> list[bytes] | None:
 def _required_texts(rx: re.Pattern[str]) -> list[str] | None:
     """``required_literals`` as text, before the byte search's own conditions (length, and
     no character JSON may escape)."""
+    import warnings
+
     try:
         from re import _parser  # type: ignore[attr-defined]
 
-        tree = _parser.parse(rx.pattern, rx.flags)
+        with warnings.catch_warnings():  # user_regex kept the pattern's warnings quiet already
+            warnings.simplefilter("ignore")
+            tree = _parser.parse(rx.pattern, rx.flags)
     except Exception:  # noqa: BLE001 - a private module: any surprise means no prefilter
         return None
     ignore = bool(tree.state.flags & re.IGNORECASE)

@@ -122,19 +122,29 @@ class Item:
 
 
 def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[RecordedGap] | None = None, *,
-                 recorded: bool | None = None, since: str | None = None) -> OnGap | None:
+                 recorded: bool | None = None, since: str | None = None,
+                 hold: Callable[[int, str], None] | None = None) -> OnGap | None:
     """What a read of ``log`` does when its sequence jumps: a warning naming the missing
     events, unless a record says they were dropped at their source (``store.recorded_gaps``):
     then the recorded gap goes to ``pending``, for the caller to hand out as an
     ``events.dropped`` before the next line (``gap_notice``), or, without ``pending``, a
     warning that says so; nothing when its newest dropped event is older than ``since``
-    (the window never reached it). ``recorded``: whether the root has gap records (None: look)."""
+    (the window never reached it). ``recorded``: whether the root has gap records (None: look).
+    ``hold``: a warning is handed to it with the sequence after the gap instead of told (a
+    read that may stop before that event tells it only if it gets there)."""
     if recorded is None:
         recorded = any_recorded(log.root)
     gaps = read_gaps(log.root, log.state_key) if recorded else {}
     name = log.name
+    if warn is not None and hold is not None:
+        tell: Callable[[int, str], None] | None = hold
+    elif warn is not None:
+        told = warn
+        tell = lambda _at, msg: told(msg)  # noqa: E731
+    else:
+        tell = None
     if not gaps:
-        return (lambda a, b: warn(gap_warning(name, a, b))) if warn is not None else None
+        return (lambda a, b: tell(b, gap_warning(name, a, b))) if tell is not None else None
 
     firsts = sorted(gaps)
 
@@ -145,11 +155,11 @@ def gap_reporter(log: Log, warn: Callable[[str], None] | None, pending: list[Rec
                 continue  # all of it older than the window
             if pending is not None:
                 pending.append(g)
-            elif warn is not None:
-                warn(f"{name}: events {g.first}..{g.last} were dropped at their source before they were shipped")
-        if warn is not None:
+            elif tell is not None:
+                tell(after, f"{name}: events {g.first}..{g.last} were dropped at their source before they were shipped")
+        if tell is not None:
             for a, b in rest:
-                warn(gap_warning(name, a - 1, b + 1))
+                tell(after, gap_warning(name, a - 1, b + 1))
 
     return on_gap
 
@@ -240,6 +250,8 @@ class Reader:
         self.block = block_size(len(logs))
         self._by_name = {log.name: log for log in logs}
         self._until_scan: set[str] = set()  # logs read past --until (times out of order around it)
+        self._held: dict[str, list[tuple[int, str]]] = {}  # gap warnings told once the read gets there
+        self._holding = False  # the reader's own read (_matches, raws) holds them; a caller's scan does not
         # gap records exist only in copies of shipped logs: one stat says whether to look per log
         self._gap_root = logs[0].root if logs and any_recorded(logs[0].root) else None
         # Every file stays open when the descriptor limit allows (raised up to the hard
@@ -368,8 +380,30 @@ class Reader:
         the caller to hand out as an ``events.dropped`` (``gap_notice``) before the next line
         (without ``pending``, a warning that says so)."""
         log = self._by_name[name]
+        hold = self._hold if self._holding else None
         return self.accepts_of(name), gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None,
-                                                  since=self.filters.since)
+                                                  since=self.filters.since,
+                                                  hold=(lambda at, msg: hold(name, at, msg)) if hold else None)
+
+    def _hold(self, name: str, at: int, msg: str) -> None:
+        """A gap warning for log ``name``, told once the read passes sequence ``at`` (the
+        event after the gap): a page that stops at its limit before it says nothing of it."""
+        self._held.setdefault(name, []).append((at, msg))
+
+    def _release(self, name: str, seq: int) -> None:
+        held = self._held.get(name)
+        if held is None or self.warn is None:
+            return
+        keep = []
+        for at, msg in held:
+            if at <= seq:
+                self.warn(msg)
+            else:
+                keep.append((at, msg))
+        if keep:
+            self._held[name] = keep
+        else:
+            del self._held[name]
 
     def gap_notice(self, name: str, gap: RecordedGap, next_time: str) -> tuple[bytes, Notice]:
         return gap_notice(self._by_name[name], self.views[name], gap, next_time, self.deployment)
@@ -531,15 +565,21 @@ class Reader:
         delivered = 0
         positions = self.positions
         limit = self.limit
+        held = self._held
+        self._holding = True
         for batch in self._batches():
             for _t, name, seq, raw, ev in batch:
                 if raw is None:
                     positions[name] = seq
+                    if held and name in held:
+                        self._release(name, seq)
                     continue
                 if limit is not None and delivered >= limit:
                     self.more = True  # one more match: its position stays before it
                     return
                 positions[name] = seq
+                if held and name in held:
+                    self._release(name, seq)
                 if ev is not None and type(ev) is Notice:
                     yield name, None, raw, ev  # not a stored event; no count toward the limit
                     continue
@@ -561,8 +601,13 @@ class Reader:
                 yield raw
             return
         positions = self.positions
+        held = self._held
+        self._holding = True
         for batch in self._batches():
             positions.update(zip(map(_NAME, batch), map(_SEQ, batch), strict=True))  # a log's last in the batch wins
+            if held:
+                for name in list(held):
+                    self._release(name, positions[name])
             yield from filter(None, map(_RAW, batch))  # None: passed over (a stored line is never empty)
 
 def _once_each(on_corrupt: Callable[[CorruptLedger], None]) -> Callable[[CorruptLedger], None]:

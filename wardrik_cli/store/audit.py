@@ -43,18 +43,24 @@ def validate_principal(value: Any, what: str = "principal") -> str:
     return value
 
 
+SWEEP_ONLY = frozenset({"ledger.compacted"})  # recorded by compact itself: who pruned what is never typed in
+
+
 def audit_types() -> list[str]:
-    return [t.name for t in TYPES.values() if t.kind == AUDIT]
+    """The types ``audit record`` takes."""
+    return [t.name for t in TYPES.values() if t.kind == AUDIT and t.name not in SWEEP_ONLY]
 
 
 def make_record(type_name: str, subject: str, data: Any, actor: str | None,
-                assumed_by: Sequence[str] = ()) -> AppendItem:
-    """A validated appender item for one audit record (raises BadInput/BadEvent)."""
+                assumed_by: Sequence[str] = (), *, by_sweep: bool = False) -> AppendItem:
+    """A validated appender item for one audit record (raises BadInput/BadEvent);
+    ``ledger.compacted`` only ``by_sweep`` (compact's own record)."""
     from wardrik_cli.store.append import make_item
 
     etype = lookup(type_name)
-    if etype.kind != AUDIT:
-        raise BadEvent(f"{etype.full} is not an audit type; audit record takes {', '.join(audit_types())}")
+    if etype.kind != AUDIT or (etype.name in SWEEP_ONLY and not by_sweep):
+        what = "is recorded by compact only" if etype.kind == AUDIT else "is not an audit type"
+        raise BadEvent(f"{etype.full} {what}; audit record takes {', '.join(audit_types())}")
     if not isinstance(subject, str) or not subject.strip():
         raise BadInput("SUBJECT must be a non-empty string, e.g. agents/acme/triage")
     if actor is None:
@@ -73,14 +79,14 @@ def make_record(type_name: str, subject: str, data: Any, actor: str | None,
 def record_audit(root: Root, type_name: str, subject: str, data: Any, actor: str | None,
                  assumed_by: Sequence[str] = (), deployment: str | None = None, *, sync: bool = True,
                  warn: Callable[[str], None] | None = None, env: Mapping[str, str] | None = None,
-                 lock_timeout: float | None = None, made_root: bool = False) -> bytes:
+                 lock_timeout: float | None = None, made_root: bool = False, by_sweep: bool = False) -> bytes:
     """Append one audit event; returns the stored line (with its newline), durable unless
     sync=False. ``made_root``: refuse a folder that is not a root (``wardrik init``), once the
     record itself is known to be good; a root that does not exist is made."""
     from wardrik_cli.store.append import append
     from wardrik_cli.store.log import Log
 
-    item = make_record(type_name, subject, data, actor, assumed_by)
+    item = make_record(type_name, subject, data, actor, assumed_by, by_sweep=by_sweep)
     if made_root and os.path.lexists(root.path):  # a root that does not exist is made, as by a first append
         root.require_made("audit record")
     dep = root.deployment(deployment, env=env)

@@ -56,6 +56,9 @@ def _lstat_mode(path: Path) -> int:
 UNFINISHED_PULL = "pull-unfinished"  # in an evidence root's .wardrik/ while pull writes it
 
 
+CONFIG_KEYS = frozenset({"deployment", "retention", "max_bytes", "prices"})  # config.toml's top level
+
+
 class Root:
     """A root directory of agent logs. Cheap to build; touches nothing until asked."""
 
@@ -219,6 +222,19 @@ class Root:
         if size is not None and (isinstance(size, bool) or not isinstance(size, str | int)):
             raise BadConfig(f"{f}: max_bytes must be a size such as \"500M\" or a number of bytes")
         return Config(deployment=dep, retention=ret, max_bytes=size)
+
+    def check_config_keys(self) -> None:
+        """``BadConfig`` naming a key of config.toml that looks like a typo of one this tool
+        knows (``retentoin``, ``max_byte``): read as written it would be ignored, silently.
+        Other keys and tables are left alone (another version's, or the operator's notes)."""
+        import difflib
+
+        for key in sorted(self.config_table()):
+            if key not in CONFIG_KEYS:
+                near = difflib.get_close_matches(key, CONFIG_KEYS, n=1, cutoff=0.75)
+                if near:
+                    raise BadConfig(f"{self.config_path}: unknown key {key!r}: did you mean {near[0]!r}? "
+                                    f"(read as written it would be ignored)")
 
     def deployment(self, given: str | None = None, env: Mapping[str, str] | None = None) -> str:
         """``given``, else ``$WARDRIK_DEPLOYMENT`` (of ``env``, default the process's), else

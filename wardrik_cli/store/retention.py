@@ -198,7 +198,11 @@ class _Unreadable(Exception):
 # configuration
 # ---------------------------------------------------------------------------
 def resolve_retention(root: Root, given: str | None) -> tuple[str, timedelta]:
-    """The retention from the flag, else config.toml, else 30 days (validated either way)."""
+    """The retention from the flag, else config.toml, else 30 days (validated either way).
+    A key config.toml does not know is refused here, where it would change what is dropped
+    (``retentoin = "1d"`` ignored, the sweep keeps 30 days and cron never says so)."""
+    if root.exists():
+        root.check_config_keys()
     if given is not None:
         return given, parse_retention(given)
     cfg = root.config().retention if root.exists() else None
@@ -293,27 +297,36 @@ def _seq_at(found: tuple[int, bytes] | None) -> int:
 
 def _linear_cut(fd: int, end: int, cutoff: str, *, check_rest: bool, lenient: bool = False) -> tuple[int, bool]:
     """(offset of the first line at or after the cutoff, whether an older line follows it).
-    ``lenient``: a line that is not an event decides nothing (it goes with the part it is in)."""
+    ``lenient``: a line that is not an event goes with the part it is in when an older event
+    follows it; one after the last older event is kept (its time cannot be read, so it is not
+    shown to be older than the cutoff: never dropped on a guess)."""
     if end <= LINEAR_LIMIT:
         shaped = _shaped_cut(os.pread(fd, end, 0), cutoff)
         if shaped is not None:
             return shaped
     cut = None
+    unread = None  # the first line that is not an event since the last older event
     for off, raw in lines.iter_lines(fd, 0, end):
         try:
             t = _time(off, raw)
         except _Unreadable:
             if not lenient:
                 raise
+            if unread is None:
+                unread = off
             continue
         if cut is None:
             if t >= cutoff:
-                cut = off
-                if not check_rest or off == 0:
+                cut = off if unread is None else unread
+                if not check_rest or cut == 0:
                     return cut, False  # nothing to drop: the rest need not be read (cron, every hour)
+            else:
+                unread = None  # an older event after it: it lies inside the part dropped
         elif t < cutoff:
             return cut, True
-    return (end if cut is None else cut), False
+    if cut is None:
+        cut = end if unread is None else unread
+    return cut, False
 
 
 _TIME_KEY = b'","time":"'
@@ -477,9 +490,10 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                 res.damaged = len(bad)
                 if not dry_run:
                     res.damaged_kept = str(_keep_damaged(log, bad))
-                where = f"kept in {res.damaged_kept}" if res.damaged_kept else "would be kept beside the log"
-                res.notes.append(f"{len(bad)} line(s) in the part dropped are not events (the first at byte "
-                                 f"{bad[0][0]}); their bytes are {where}")
+                where = f"are kept in {res.damaged_kept}" if res.damaged_kept else "would be kept beside the log"
+                part = "the part dropped" if not dry_run else "the part that would be dropped"
+                res.notes.append(f"{len(bad)} line(s) in {part} are not events (the first at byte "
+                                 f"{bad[0][0]}); their bytes {where}")
         torn = size0 - end0
         if dry_run or (cut == 0 and torn == 0):
             if dry_run:
@@ -928,7 +942,8 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
         if head["max_bytes"] is not None:
             data["max_bytes"] = head["max_bytes"]
         try:
-            record_audit(root, "ledger.compacted", "ledger", data, head["actor"], deployment=deployment, warn=warn)
+            record_audit(root, "ledger.compacted", "ledger", data, head["actor"], deployment=deployment, warn=warn,
+                         by_sweep=True)
         except (WardrikError, OSError) as e:
             raise Failure(f"found {what}: {sum(todo.values())} event(s) it dropped are not in the audit log, and "
                           f"recording them failed: {e}; nothing was swept") from None
@@ -956,7 +971,8 @@ def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[s
     if result.max_bytes is not None:
         data["max_bytes"] = result.max_bytes
     try:
-        record_audit(root, "ledger.compacted", "ledger", data, actor, deployment=deployment, warn=warn)
+        record_audit(root, "ledger.compacted", "ledger", data, actor, deployment=deployment, warn=warn,
+                     by_sweep=True)
     except (WardrikError, OSError) as e:
         raise Failure(f"the sweep dropped {result.dropped} event(s) but could not record ledger.compacted "
                       f"in the audit log: {e}; its record {intent_path(root)} stays, and the next compact "
