@@ -42,6 +42,12 @@ class Invocation:
     # -- where things are -------------------------------------------------------------
     @property
     def root(self) -> Root:
+        if self.root_arg == "":
+            from wardrik_cli.errors import BadInput
+
+            # `--root "$UNSET"`: not the current folder (a root would be made in it)
+            raise BadInput("--root is empty: give a folder (or leave the option out to use $WARDRIK_ROOT, "
+                           "else the current folder)")
         value = self.root_arg or self.settings.root or "."
         if value.startswith(REMOTE_SCHEMES):
             if self._remote_root is None:

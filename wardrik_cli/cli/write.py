@@ -95,6 +95,12 @@ def append(
     deployment = inv.deployment()
     if batch is None and items[0].etype.kind == "live":
         raw = live_event(lg, items[0], deployment=deployment).rstrip(b"\n")
+        if not root.path.exists():  # append makes the root, whatever it appends (CONTRACT: Root and layout)
+            try:
+                root.path.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise Failure(f"cannot make the root {root.path}: {e.strerror}") from None
+            root.state_dir(root.tool_dir / "locks" / "made")
         live.publish(root, log, raw)
         print_appended([raw], fmt, log, live=True)
         return

@@ -18,7 +18,9 @@ MAX_BYTES = 16 << 20  # a cursor names each log once: 100,000 logs fit many time
 
 
 def read_file(path: Path) -> Cursor | None:
-    """The cursor saved in ``path``, or None when the file does not exist. Only a regular file
+    """The cursor saved in ``path``, or None when the file does not exist or is empty (made
+    to be filled, as ``mktemp`` makes one: this tool never leaves one empty, since it writes
+    by rename). Only a regular file
     of at most ``MAX_BYTES`` is read: a FIFO is never waited on, a device never read whole."""
     import os
     import stat
@@ -46,7 +48,7 @@ def read_file(path: Path) -> Cursor | None:
     except UnicodeDecodeError:
         raise BadCursor(f"cannot read cursor file {path}: not UTF-8") from None
     if not text.strip():
-        raise BadCursor(f"cursor file {path} is empty (delete it to start from the beginning)")
+        return None  # made empty to be filled (``F=$(mktemp)``): no cursor yet, the start
     try:
         return decode_cursor(text)
     except BadCursor as e:

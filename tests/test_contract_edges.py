@@ -1,0 +1,50 @@
+"""Edges of the contract a user's script meets, each found by a review that reproduced it."""
+from __future__ import annotations
+
+import orjson
+
+from conftest import jsonl, run_cli
+
+
+def test_an_empty_cursor_file_is_the_start(tmp_path):
+    """``F=$(mktemp)`` then ``page --cursor-file "$F"``: refused before ("is empty"); the
+    contract reads the start from F "when it exists". Then the cursor is written to it."""
+    root = tmp_path / "r"
+    for i in range(3):
+        run_cli("append", "a", "trigger.fired", "--data", orjson.dumps({"trigger": {"name": f"t{i}"}}).decode(),
+                root=root, check=True)
+    f = tmp_path / "cur"
+    f.write_bytes(b"")
+    p = run_cli("page", "a", "--cursor-file", str(f), root=root)
+    assert p.returncode == 0, p.stderr
+    assert len(jsonl(p.stdout)) == 3 and f.read_text().strip()
+    assert jsonl(run_cli("page", "a", "--cursor-file", str(f), root=root).stdout) == []
+
+
+def test_a_name_that_is_a_log_and_a_folder_means_both(tmp_path):
+    """``ops.jsonl`` beside ``ops/``: ``page ops`` read the log only, leaving ``ops/db`` out
+    without a word (a follower, and the contract's "a pattern naming a folder", took both)."""
+    root = tmp_path / "r"
+    run_cli("append", "ops", "run.started", root=root, check=True)
+    run_cli("append", "ops/db", "run.started", root=root, check=True)
+    assert sorted(e["subject"] for e in jsonl(run_cli("page", "ops", root=root).stdout)) == ["agents/ops",
+                                                                                             "agents/ops/db"]
+    from wardrik_cli.protocol.cursor import decode_cursor
+
+    assert decode_cursor(run_cli("head", "ops", root=root).stdout.decode().strip()) == {"ops": 1, "ops/db": 1}
+    assert orjson.loads(run_cli("fold", "ops", "-o", "json", root=root).stdout)["log"] == "ops"  # one log: the log
+
+
+def test_appending_a_live_event_makes_the_root_as_any_append_does(tmp_path):
+    root = tmp_path / "new"
+    p = run_cli("append", "a", "message.delta", "--data", '{"message": {"id": "m"}, "delta": "x"}', root=root)
+    assert p.returncode == 0, p.stderr
+    assert run_cli("page", root=root).returncode == 0  # before: "root ... does not exist"
+
+
+def test_an_empty_root_option_is_refused_not_taken_for_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for args in (["--root", "", "append", "a", "run.started"], ["page", "--root", ""]):
+        p = run_cli(*args)
+        assert p.returncode == 2 and p.stderr.startswith(b"error: --root is empty"), p.stderr
+    assert list(tmp_path.iterdir()) == []  # before: a root made in the current folder
