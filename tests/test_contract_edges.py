@@ -21,20 +21,6 @@ def test_an_empty_cursor_file_is_the_start(tmp_path):
     assert jsonl(run_cli("page", "a", "--cursor-file", str(f), root=root).stdout) == []
 
 
-def test_a_name_that_is_a_log_and_a_folder_means_both(tmp_path):
-    """``ops.jsonl`` beside ``ops/``: ``page ops`` read the log only, leaving ``ops/db`` out
-    without a word (a follower, and the contract's "a pattern naming a folder", took both)."""
-    root = tmp_path / "r"
-    run_cli("append", "ops", "run.started", root=root, check=True)
-    run_cli("append", "ops/db", "run.started", root=root, check=True)
-    assert sorted(e["subject"] for e in jsonl(run_cli("page", "ops", root=root).stdout)) == ["agents/ops",
-                                                                                             "agents/ops/db"]
-    from wardrik_cli.protocol.cursor import decode_cursor
-
-    assert decode_cursor(run_cli("head", "ops", root=root).stdout.decode().strip()) == {"ops": 1, "ops/db": 1}
-    assert orjson.loads(run_cli("fold", "ops", "-o", "json", root=root).stdout)["log"] == "ops"  # one log: the log
-
-
 def test_appending_a_live_event_makes_the_root_as_any_append_does(tmp_path):
     root = tmp_path / "new"
     p = run_cli("append", "a", "message.delta", "--data", '{"message": {"id": "m"}, "delta": "x"}', root=root)

@@ -309,17 +309,17 @@ class Root:
                     stack.append(child)
 
     def match(self, patterns: list[str]) -> list[str]:
-        """Log ids matched by any pattern, sorted. A literal id is matched when its file exists,
-        and a literal naming a folder of logs (``acme``) matches every log under it: both when
-        there are both (``acme.jsonl`` beside ``acme/``), as ``pattern_covers`` reads it for a
-        follower."""
+        """Log ids matched by any pattern, sorted. A literal id is matched when its file exists;
+        a literal naming no log but a folder of logs (``acme``) matches every log under it (a
+        log keeps the meaning its id had before folders were patterns: ``a`` beside ``a/`` is
+        the log ``a``, as a script written then expects)."""
         found: set[str] = set()
         for pattern in patterns:
             validate_pattern(pattern)
             if not has_wildcards(pattern):
                 if _names_a_file(self.log_path(pattern)):  # links and FIFOs too: opening them says why not
-                    found.add(pattern)
-                if self.is_folder(pattern):
+                    found.add(pattern)  # a log id names its log, even beside a folder of that name
+                elif self.is_folder(pattern):
                     found.update(self.iter_log_ids(pattern))
                 continue
             # Walk only the folder the literal prefix pins down.
