@@ -435,11 +435,14 @@ def test_a_custom_view_never_imports_code_planted_in_the_root(tmp_path):
     p = subprocess.run([WARDRIK, "--root", str(root), "fold", "acme/a", "--view", "okviews:Count"],
                        cwd=tmp_path / "views", env=env, capture_output=True, timeout=60)
     assert p.returncode == 2 and not marker.exists()
+    # a view in the current folder (not the root) that imports a module beside it as it runs
+    (views / "helper.py").write_text("ONE = 1\n")
     (views / "okviews.py").write_text("class Count:\n    def initial(self): return {'n': 0}\n"
-                                      "    def apply(self, s, e): s['n'] += 1; return s\n")
+                                      "    def apply(self, s, e):\n        import helper\n"
+                                      "        s['n'] += helper.ONE; return s\n")
     p = subprocess.run([WARDRIK, "--root", str(root), "fold", "acme/a", "--view", "okviews:Count", "-o", "json"],
                        cwd=views, env=env, capture_output=True, timeout=60)
-    assert p.returncode == 0 and b'"n": 1' in p.stdout.replace(b'"n":1', b'"n": 1'), p.stdout
+    assert p.returncode == 0 and b'"n": 1' in p.stdout.replace(b'"n":1', b'"n": 1'), p.stderr
 
 
 @pytest.mark.parametrize("args", [

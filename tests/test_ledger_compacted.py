@@ -107,5 +107,10 @@ def test_a_misspelt_config_key_is_refused_by_compact(tmp_path):
         assert str(cfg).encode() in p.stderr
     cfg.write_text('max_byte = "1M"\n')
     assert b"did you mean 'max_bytes'" in run_cli("compact", "-q", root=root).stderr
+    cfg.write_text('deploymnet = "acme-prod"\n')  # every command: events would be stored under `local`
+    p = run_cli("append", "a", "run.started", root=root)
+    assert p.returncode == 2 and b"did you mean 'deployment'" in p.stderr and not (root / "a.jsonl").exists()
+    cfg.write_text('retention_days = 30\n[retention_policy]\nx = 1\n')  # another's keys: left alone
+    assert run_cli("compact", "-q", "--retention", "7d", root=root).returncode == 0
     cfg.write_text('retention = "1d"\nmax_bytes = "1M"\nfuture_key = 3\n[prices."a:b"]\ninput_per_mtok = 1\n')
     assert run_cli("compact", "-q", root=root).returncode == 0

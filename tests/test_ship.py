@@ -525,3 +525,22 @@ def test_a_pull_killed_part_way_is_said_by_check_and_by_the_next_pull(tmp_path):
     done = tmp_path / "done"
     assert run_cli("pull", f"file://{share}", "--into", done).returncode == 0
     assert not (done / ".wardrik/pull-unfinished").exists() and run_cli("check", root=done).returncode == 0
+
+
+def test_pull_reads_a_pattern_as_readers_do(tmp_path):
+    """``pull STORE acme`` pulled nothing (a literal was matched as one log id only), and a
+    literal naming no log in the store pulled nothing with exit 0; readers take ``acme`` as
+    every log under it, and refuse a literal naming none (exit 2)."""
+    r = tmp_path / "root"
+    for log in ("acme/a", "acme/sub/b", "other"):
+        run_cli("append", log, "run.started", root=r, check=True)
+    store = tmp_path / "store"
+    store.mkdir()
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
+    p = run_cli("pull", f"file://{store}", "acme", "--into", str(tmp_path / "e1"), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert sorted(x["log"] for x in orjson.loads(p.stdout)["logs"]) == ["acme/a", "acme/sub/b"]
+    p = run_cli("pull", f"file://{store}", "acme/nosuch", "--into", str(tmp_path / "e2"))
+    assert p.returncode == 2 and b"no log 'acme/nosuch'" in p.stderr and not (tmp_path / "e2").exists()
+    p = run_cli("pull", f"file://{store}", "nomatch*", "--into", str(tmp_path / "e3"), "-o", "json")
+    assert p.returncode == 0 and orjson.loads(p.stdout)["logs"] == []

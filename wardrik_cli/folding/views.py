@@ -476,8 +476,8 @@ def load(spec: str, shun: Path | None = None) -> Any:
 
     ``module`` is looked for on the Python path, then in the current directory, unless that
     is ``shun`` or inside it (the root: nothing under a root is ever run as code, since a
-    reviewer runs wardrik on roots others wrote). The current directory is on the path only
-    while the module is imported, and last: a file there never stands in for a library."""
+    reviewer runs wardrik on roots others wrote). The current directory goes last on the
+    path: a file there never stands in for a library."""
     if spec in BUILTIN:
         return BUILTIN[spec]()
     if ":" not in spec:
@@ -486,23 +486,22 @@ def load(spec: str, shun: Path | None = None) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise BadView(f"bad view {spec!r}: expected MODULE:NAME, e.g. myviews:Errors")
-    # Like uvicorn and gunicorn, look for the module in the current directory too.
+    # Like uvicorn and gunicorn, look for the module in the current directory too (last: a
+    # file there never stands in for a library; and kept there, for what the view imports later).
     cwd = os.getcwd()
-    added = cwd not in sys.path and not _inside(Path(cwd), shun)
-    if added:
+    shunned = _inside(Path(cwd), shun)
+    if cwd not in sys.path and not shunned:
         sys.path.append(cwd)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise BadView(f"view {spec!r}: no module named {module_name!r} (looked in the current directory and "
-                          f"the Python path)") from None
+            where = ("the Python path; not the current directory, which holds the data read (put the view "
+                     "elsewhere, on PYTHONPATH)") if shunned else "the current directory and the Python path"
+            raise BadView(f"view {spec!r}: no module named {module_name!r} (looked in {where})") from None
         raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
     except Exception as e:  # the user's module raised while importing
         raise BadView(f"view {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
-    finally:
-        if added and cwd in sys.path:
-            sys.path.remove(cwd)
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):

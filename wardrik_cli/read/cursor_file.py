@@ -18,9 +18,10 @@ MAX_BYTES = 16 << 20  # a cursor names each log once: 100,000 logs fit many time
 
 
 def read_file(path: Path) -> Cursor | None:
-    """The cursor saved in ``path``, or None when the file does not exist or is empty (made
-    to be filled, as ``mktemp`` makes one: this tool never leaves one empty, since it writes
-    by rename). Only a regular file
+    """The cursor saved in ``path``, or None when the file does not exist; an empty file (made
+    to be filled, as ``mktemp`` makes one: this tool never leaves one empty, since it writes by
+    rename) is the start, before every event (``tail`` then gives every event after it, as
+    for any cursor file that exists). Only a regular file
     of at most ``MAX_BYTES`` is read: a FIFO is never waited on, a device never read whole."""
     import os
     import stat
@@ -47,8 +48,8 @@ def read_file(path: Path) -> Cursor | None:
         text = data[:MAX_BYTES].decode("utf-8")
     except UnicodeDecodeError:
         raise BadCursor(f"cannot read cursor file {path}: not UTF-8") from None
-    if not text.strip():
-        return None  # made empty to be filled (``F=$(mktemp)``): no cursor yet, the start
+    if not data:
+        return {}  # made empty to be filled (``F=$(mktemp)``): the start, before every event
     try:
         return decode_cursor(text)
     except BadCursor as e:

@@ -355,7 +355,7 @@ class Where:
                 raise BadInput(f"bad --where {text!r}: {e} (after ~ comes a Python regular expression)") from None
         if path == ("sequence",) and op != "~":
             # stored as 12 digits: compared as the number it is (``sequence>10``, ``sequence=7``)
-            if not value.strip().isdigit():
+            if not (value.strip().isascii() and value.strip().isdigit()):
                 raise BadInput(f"bad --where {text!r}: sequence compares with a whole number, e.g. sequence>=100")
             return cls(text, path, op, value, number=int(value.strip()))
         if op in ("<", "<=", ">", ">="):
@@ -388,7 +388,7 @@ class Where:
                 return self.op == "!="  # a missing path matches only !=
         op = self.op
         if self.path == ("sequence",) and op != "~":
-            if not (isinstance(cur, str) and cur.isdigit()):
+            if not (isinstance(cur, str) and cur.isascii() and cur.isdigit()):
                 return op == "!="
             n = int(cur)
             if op in ("=", "!="):

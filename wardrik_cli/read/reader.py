@@ -342,7 +342,8 @@ class Reader:
         when ``off`` is past the log's end or its line is in the window (the read stopped for
         another reason); else when a line after it is inside the window (``later_from``):
         stopping there would leave it out unseen. The log is then read to its end, each event
-        judged by its time, with a warning."""
+        judged by its time (``--until`` is then a filter like any other: the cursor moves past
+        every event read, filtered or not), with a warning."""
         until = self.scan_until(name)
         if until is None:
             return False
@@ -351,7 +352,8 @@ class Reader:
             return False
         self._until_scan.add(name)
         if self.warn is not None:
-            self.warn(f"{name}: its times are not in order, so --until read it to the end (see `wardrik check`)")
+            self.warn(f"{name}: its times are not in order, so --until read it to the end, judging each event "
+                      "by its time (the cursor moves past them all; see `wardrik check`)")
         return True
 
     def accepts_of(self, name: str) -> Callable[[dict[str, Any]], bool] | None:

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wardrik_cli.errors import BadInput, Failure
-from wardrik_cli.protocol.names import pattern_regex, validate_pattern
+from wardrik_cli.errors import BadInput, Failure, NoSuchLog
+from wardrik_cli.protocol.names import has_wildcards, pattern_covers, validate_pattern
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Refused, Store
@@ -153,7 +153,8 @@ def check_segment(where: str, data: bytes, first: int, last: int, sha: str, day:
 
 def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: str | None = None,
          deployment: str | None = None, warn: Callable[[str], None] = lambda m: None) -> PullResult:
-    rxs = [pattern_regex(validate_pattern(p)) for p in patterns or ()]
+    pats = [validate_pattern(p) for p in patterns or ()]
+    seen: set[str] = set()  # agent logs the patterns name (a literal naming none is refused)
     since_day = keys.utc_day(since) if since else None
     start = keys.base(store.prefix) + (f"deployment={deployment}/" if deployment else "")
     # (deployment, kind, name) -> [(first, day, key)]
@@ -171,10 +172,13 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
             if o is None:
                 strangers.append(key)
             continue
-        if kind == keys.AGENTS and rxs and not any(rx.fullmatch(name) for rx in rxs):
+        # as readers read a pattern: a glob, a log id, or a folder of logs (``acme``)
+        if kind == keys.AGENTS and pats and not any(pattern_covers(pat, name) for pat in pats):
             continue
-        if kind == keys.AUDIT and rxs:
+        if kind == keys.AUDIT and pats:
             continue  # patterns name agent logs; the audit log comes with a pull of everything
+        if kind == keys.AGENTS:
+            seen.add(name)
         if o is not None:
             others.setdefault((o.deployment, kind, name), []).append(o)
             found.setdefault((o.deployment, kind, name), [])  # a log whose every segment was deleted
@@ -183,6 +187,10 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
         if since_day is not None and p.day < since_day:
             continue
         found.setdefault((p.deployment, p.kind, p.name), []).append(p)
+    for pat in pats:
+        if not has_wildcards(pat) and not any(pattern_covers(pat, name) for name in seen):
+            raise NoSuchLog(f"no log {pat!r} in {store.url} (patterns with * or ? may match nothing; a literal "
+                            "id or folder must be there)")
     if strangers:
         warn(f"{len(strangers)} object(s) under {store.url} are not wardrik's (no log's segment, record or owner) "
              f"and were left out, e.g. {safe_key(strangers[0])}")

@@ -93,7 +93,8 @@ def make_item(type_name: str, data: Any, subject: str | None = None, traceparent
               *, kinds: tuple[str, ...] = (KEPT, LIVE)) -> AppendItem:
     etype = lookup(type_name)
     if etype.kind not in kinds:
-        refusals = {AUDIT: "only `wardrik audit record` writes audit events",
+        refusals = {AUDIT: "only `wardrik compact` records it" if etype.name == "ledger.compacted"
+                    else "only `wardrik audit record` writes audit events",
                     "reader": "it is made by readers, never written"}
         where = refusals.get(etype.kind, f"{etype.kind} types are not allowed here")
         raise BadEvent(f"cannot append {etype.full}: {where}")

@@ -59,6 +59,24 @@ UNFINISHED_PULL = "pull-unfinished"  # in an evidence root's .wardrik/ while pul
 CONFIG_KEYS = frozenset({"deployment", "retention", "max_bytes", "prices"})  # config.toml's top level
 
 
+def _near_miss(typed: str, known: str) -> bool:
+    """Is ``typed`` a slip of ``known``: at most two letters changed, added, dropped or swapped
+    (``retentoin``, ``max_byte``, ``deploymnet``)? A longer key (``retention_days``) is another."""
+    if abs(len(typed) - len(known)) > 2:
+        return False
+    a, b = typed, known
+    prev2: list[int] | None = None
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)] <= 2
+
+
 class Root:
     """A root directory of agent logs. Cheap to build; touches nothing until asked."""
 
@@ -215,6 +233,8 @@ class Root:
     def config(self) -> Config:
         f = self.config_path
         data = self.config_table()
+        if data:
+            self.check_config_keys()
         dep, ret, size = data.get("deployment"), data.get("retention"), data.get("max_bytes")
         for key, val in (("deployment", dep), ("retention", ret)):
             if val is not None and not isinstance(val, str):
@@ -227,11 +247,9 @@ class Root:
         """``BadConfig`` naming a key of config.toml that looks like a typo of one this tool
         knows (``retentoin``, ``max_byte``): read as written it would be ignored, silently.
         Other keys and tables are left alone (another version's, or the operator's notes)."""
-        import difflib
-
         for key in sorted(self.config_table()):
             if key not in CONFIG_KEYS:
-                near = difflib.get_close_matches(key, CONFIG_KEYS, n=1, cutoff=0.75)
+                near = [k for k in sorted(CONFIG_KEYS) if _near_miss(key, k)]
                 if near:
                     raise BadConfig(f"{self.config_path}: unknown key {key!r}: did you mean {near[0]!r}? "
                                     f"(read as written it would be ignored)")
