@@ -37,3 +37,19 @@ def test_an_empty_root_option_is_refused_not_taken_for_the_current_folder(tmp_pa
         p = run_cli(*args)
         assert p.returncode == 2 and p.stderr.startswith(b"error: --root is empty"), p.stderr
     assert list(tmp_path.iterdir()) == []  # before: a root made in the current folder
+
+
+def test_a_root_written_as_an_unknown_url_is_quoted_as_typed(tmp_path):
+    """``S3://b/p`` read as a folder: the error quoted ``S3:/b/p`` (a path folds ``//``)."""
+    p = run_cli("--root", "S3://ledgers/p2", "head")
+    assert p.returncode == 2 and b"'S3://ledgers/p2'" in p.stderr and b"lower case" in p.stderr
+
+
+def test_an_s3_prefix_with_an_empty_part_is_bad_input(tmp_path):
+    """``s3://ledgers/a//b``: the S3 client refused the key before sending anything, and the
+    error said the endpoint gave no answer (exit 1)."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", root=root, check=True)
+    for url in ("s3://ledgers/a//b", "s3://ledgers/a/../b"):
+        p = run_cli("ship", url, root=root)
+        assert p.returncode == 2 and b"is not a target" in p.stderr, p.stderr

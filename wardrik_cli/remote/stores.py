@@ -144,7 +144,12 @@ def open_store(url: str, env: Mapping[str, str]) -> Store:
     """The store a target URL names (``BadInput`` for anything but s3:// and file://)."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is not None and parts.scheme == "s3" and parts.netloc and not parts.query and not parts.fragment:
-        return S3Store(url, parts.netloc, parts.path.strip("/"), env)
+        prefix = parts.path.strip("/")
+        if prefix and any(seg in ("", ".", "..") for seg in prefix.split("/")):
+            # the S3 client refuses such a key before any request (it read as "no answer")
+            raise BadInput(f"{url!r} is not a target: its prefix has an empty, . or .. part; "
+                           "use s3://BUCKET/PREFIX, e.g. s3://ledgers/prod")
+        return S3Store(url, parts.netloc, prefix, env)
     if parts is not None and parts.scheme == "file" and parts.netloc in ("", "localhost") \
             and parts.path.startswith("/"):
         return FolderStore(url, Path(unquote(parts.path)))

@@ -86,6 +86,7 @@ class Root:
 
             path = Settings.from_env().root or "."
         self.path = Path(path)
+        self._given = os.fspath(path)  # as typed, for messages (a Path folds "S3://b" to "S3:/b")
         self._real_folders: set[str] = set()  # folders under it found not to be links (check_folders)
 
     # -- paths -------------------------------------------------------------
@@ -159,7 +160,10 @@ class Root:
     def require(self) -> Root:
         if not self.path.is_dir():
             what = "is not a directory" if self.path.exists() else "does not exist"
-            raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
+            hint = "give --root DIR or set WARDRIK_ROOT"
+            if "://" in self._given:
+                hint = "a remote root is s3://BUCKET/PREFIX or file:///PATH, in lower case"
+            raise NoSuchRoot(f"root {self._given!r} {what} ({hint})")
         return self
 
     def unfinished_pull(self) -> Path | None:
