@@ -210,7 +210,7 @@ def test_ship_never_writes_through_a_link_planted_in_a_folder_store(tmp_path):
     (store / "v1/deployment=d1/kind=agents/log=acme~a").symlink_to(elsewhere)
     p = run_cli("ship", f"file://{store}", root=r)
     assert p.returncode == 1, p.stderr
-    assert b"symbolic link" in p.stderr and b"never written through" in p.stderr
+    assert b"symbolic link" in p.stderr and b"never followed" in p.stderr
     assert list(elsewhere.rglob("*")) == []
     p = run_cli("ship", f"file://{store}", "-o", "json", root=r)  # again: still refused, still nothing recorded
     assert p.returncode == 1

@@ -314,54 +314,13 @@ class FolderStore(Store):
             raise Failure(f"{self.where(key)}: cannot write: {e.strerror or e}") from None
         return True
 
-    def _folder_of(self, key: str) -> int:
-        """An fd of the folder ``key`` goes in, made if missing, each folder on the way opened
-        relative to the one above with ``O_NOFOLLOW`` (as ``_open`` reads): a link planted in
-        the store (``log=... -> /elsewhere``) is refused, never written through, so nothing a
-        ship records as stored lies outside the store."""
-        parts = key.split("/")
-        if any(part in ("", ".", "..") for part in parts):
-            raise Failure(f"{self.where(key)}: not an object key of this store")
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-        dfd = os.open(self.path, flags)
-        try:
-            at = ""
-            for part in parts[:-1]:
-                at += part + "/"
-                try:
-                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
-                except FileNotFoundError:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o755, dir_fd=dfd)
-                    try:
-                        sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
-                    except OSError as e:
-                        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                            raise
-                        sub = -1
-                except OSError as e:
-                    if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                        raise
-                    sub = -1
-                if sub < 0:
-                    raise Refused(f"{self.where(key)}: {self.where(at.rstrip('/'))} is {_kind(part, dfd)}, "
-                                  "not a folder of this store: never written through")
-                os.close(dfd)
-                dfd = sub
-            return dfd
-        except BaseException:
-            os.close(dfd)
-            raise
-
-    def _open(self, key: str) -> int:
-        """A read-only fd of the object at ``key``, only if it is a regular file in the folder.
-
-        Each folder on the way is opened relative to the one above it with ``O_NOFOLLOW``, so
-        a link planted anywhere below the store's folder (``day=... -> /``) leads nowhere;
-        the store's folder itself may be a link (a mount point: the operator's choice). The
-        object is looked at (``lstat``) before it is opened, and opened ``O_NONBLOCK``, then
-        checked again (``fstat``): a FIFO is never waited on, a device never opened.
-        FileNotFoundError passes through (nothing there); anything else is one ``Failure``."""
+    def _folder_of(self, key: str, *, create: bool = True) -> int:
+        """An fd of the folder ``key`` goes in, each folder on the way opened relative to the one
+        above with ``O_NOFOLLOW`` (``create``: made when missing; else FileNotFoundError passes
+        through): a link planted anywhere below the store's folder (``log=... -> /elsewhere``,
+        ``day=... -> /``) leads nowhere, read or written; nothing a ship records as stored lies
+        outside the store. The store's folder itself may be a link (a mount point: the
+        operator's choice)."""
         parts = key.split("/")
         if any(part in ("", ".", "..") for part in parts):
             raise Failure(f"{self.where(key)}: not an object key of this store")
@@ -377,18 +336,45 @@ class FolderStore(Store):
             at = ""
             for part in parts[:-1]:
                 at += part + "/"
-                try:
-                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=dfd)
-                except FileNotFoundError:
-                    raise
-                except OSError as e:
-                    if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise Refused(f"{self.where(key)}: {self.where(at.rstrip('/'))} is "
-                                      f"{_kind(part, dfd)}, not a folder of this store: never followed") from None
-                    raise Failure(f"{self.where(key)}: cannot open its folder: {e.strerror or e}") from None
+                sub = self._sub_folder(dfd, part, create, key)
+                if sub < 0:
+                    raise Refused(f"{self.where(key)}: {self.where(at.rstrip('/'))} is "
+                                  f"{_kind(part, dfd)}, not a folder of this store: never followed")
                 os.close(dfd)
                 dfd = sub
-            name = parts[-1]
+            return dfd
+        except BaseException:
+            os.close(dfd)
+            raise
+
+    def _sub_folder(self, dfd: int, part: str, create: bool, key: str) -> int:
+        """The folder ``part`` of ``dfd`` opened (made first when missing and ``create``); -1
+        when it is a link or not a folder."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
+        for made in (False, True):
+            try:
+                return os.open(part, flags, dir_fd=dfd)
+            except FileNotFoundError:
+                if not create or made:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=dfd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return -1
+                raise Failure(f"{self.where(key)}: cannot open its folder: {e.strerror or e}") from None
+        raise AssertionError("unreachable: the second open returns or raises")
+
+    def _open(self, key: str) -> int:
+        """A read-only fd of the object at ``key``, only if it is a regular file in the folder.
+
+        Its folder is reached as ``_folder_of`` reaches it (no link followed). The object is
+        looked at (``lstat``) before it is opened, and opened ``O_NONBLOCK``, then checked
+        again (``fstat``): a FIFO is never waited on, a device never opened.
+        FileNotFoundError passes through (nothing there); anything else is one ``Failure``."""
+        dfd = self._folder_of(key, create=False)
+        try:
+            name = key.rsplit("/", 1)[-1]
             try:
                 mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd) \
