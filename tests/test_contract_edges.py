@@ -53,3 +53,13 @@ def test_an_s3_prefix_with_an_empty_part_is_bad_input(tmp_path):
     for url in ("s3://ledgers/a//b", "s3://ledgers/a/../b"):
         p = run_cli("ship", url, root=root)
         assert p.returncode == 2 and b"is not a target" in p.stderr, p.stderr
+
+
+def test_fold_of_a_run_that_is_not_there_says_so(tmp_path):
+    """``fold --run ffffffff`` printed an empty state with exit 0 and no word."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", "--data", '{"run": {"id": "' + "ab" * 16 + '"}}', root=root, check=True)
+    p = run_cli("fold", "a", "--run", "ffffffff", "-o", "json", root=root)
+    assert p.returncode == 0 and b"no event of run ffffffff" in p.stderr
+    p = run_cli("fold", "a", "--run", "abab", "-o", "json", root=root)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -160,13 +160,25 @@ def fold(
     inv = current()
     select = None
     lo = None
+    hits = 0
     if run is not None or since is not None:
         filters = build_filters(run=run, since=since)
         lo = filters.since
-        select = filters.accepts if run is not None else None
+        if run is not None:
+            accepts = filters.accepts
+
+            def select(event: dict[str, Any]) -> bool:
+                nonlocal hits
+                if accepts(event):
+                    hits += 1
+                    return True
+                return False
     v = load(view, shun=_data_folder(inv, log))  # --at < 0 is refused by the fold itself
     res = fold_target(target(inv.root, log), v, view, at=at, on_corrupt=on_corrupt(skip_corrupt),
                       since=lo, select=select, warn=inv.warn)
+    if run is not None and hits == 0:  # an empty state is the answer, but not a silent one
+        inv.warn(f"{res.log}: no event of run {run} was folded (no such run{' in the window' if lo else ''}, "
+                 "or it was dropped; see `wardrik page --run`)")
 
     def pretty() -> None:
         from wardrik_cli.cli.render.fold import print_fold
