@@ -18,25 +18,26 @@ def _cli(root, *args):
     return code, out.getvalue(), err.getvalue().decode()
 
 
+def _lines(path, events):
+    """Log ``a/x`` at ``path``: one stored line per (type, data, time, trace), sequences from 1."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        for seq, (type_name, data, t, trace) in enumerate(events, 1):
+            f.write(dumps_line(build_event(etype=lookup(type_name), data=data, source="wardrik://local/agents/a/x",
+                                           subject="agents/a/x", seq=seq, time_str=format_dt(t), trace=trace,
+                                           span=new_span_id())))
+
+
 def _write(path, old: int, own_traces: int, run_trace: str):
     """``old`` events 40 days ago (to be compacted), then a run.started, then ``own_traces``
     events each with a traceparent of its own (as an agent that passes --trace does)."""
     start = datetime.now(UTC) - timedelta(days=40)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    seq = 0
-    with open(path, "wb") as f:
-        def put(type_name, data, t, trace):
-            nonlocal seq
-            seq += 1
-            f.write(dumps_line(build_event(etype=lookup(type_name), data=data, source="wardrik://local/agents/a/x",
-                                           subject="agents/a/x", seq=seq, time_str=format_dt(t), trace=trace,
-                                           span=new_span_id())))
-        for i in range(old):
-            put("trigger.fired", {"trigger": {"name": "old"}}, start + timedelta(seconds=i), new_trace_id())
-        now = datetime.now(UTC) - timedelta(minutes=5)
-        put("run.started", {"run": {"id": run_trace}}, now, run_trace)
-        for i in range(own_traces):
-            put("trigger.fired", {"trigger": {"name": f"t{i}"}}, now + timedelta(milliseconds=i), new_trace_id())
+    now = datetime.now(UTC) - timedelta(minutes=5)
+    _lines(path, [*(("trigger.fired", {"trigger": {"name": "old"}}, start + timedelta(seconds=i), new_trace_id())
+                    for i in range(old)),
+                  ("run.started", {"run": {"id": run_trace}}, now, run_trace),
+                  *(("trigger.fired", {"trigger": {"name": f"t{i}"}}, now + timedelta(milliseconds=i), new_trace_id())
+                    for i in range(own_traces))])
 
 
 def test_a_plain_append_joins_the_open_run_past_2000_events_and_a_compaction(tmp_path):
@@ -64,24 +65,22 @@ def test_events_sharing_a_given_trace_do_not_make_a_run_for_an_appender_without_
     root, given = tmp_path / "root", "c" * 32
     tp = f"00-{given}-{'d' * 16}-01"
     run_id = "1" * 32
+
+    def two_with_the_given_trace_then_another_user_appends(who: str) -> str:
+        for m in ("m1", "m2"):
+            assert _cli(root, "append", "a", "message.received", "-d", f'{{"message": {{"id": "{m}"}}}}',
+                        "--trace", tp)[0] == 0
+        code, out, err = _cli_as(root, tmp_path / who, "append", "a", "trigger.fired",
+                                 "-d", '{"trigger": {"name": "x"}}')
+        assert code == 0, err
+        return str(orjson.loads(out)["traceparent"].split("-")[1])
+
     assert _cli(root, "append", "a", "run.started", "-d", f'{{"run": {{"id": "{run_id}"}}}}')[0] == 0
-    for m in ("m1", "m2"):
-        assert _cli(root, "append", "a", "message.received", "-d", f'{{"message": {{"id": "{m}"}}}}',
-                    "--trace", tp)[0] == 0
-    code, out, err = _cli_as(root, tmp_path / "other", "append", "a", "trigger.fired",
-                             "-d", '{"trigger": {"name": "x"}}')
-    assert code == 0, err
     # before: two neighbours with one trace were taken for the open run (the given trace)
-    assert orjson.loads(out)["traceparent"].split("-")[1] == run_id
-    # outside a run too: the given trace is no run
+    assert two_with_the_given_trace_then_another_user_appends("other") == run_id
     assert _cli(root, "append", "a", "run.completed")[0] == 0
-    for m in ("m3", "m4"):
-        assert _cli(root, "append", "a", "message.received", "-d", f'{{"message": {{"id": "{m}"}}}}',
-                    "--trace", tp)[0] == 0
-    code, out, err = _cli_as(root, tmp_path / "third", "append", "a", "trigger.fired",
-                             "-d", '{"trigger": {"name": "y"}}')
-    assert code == 0, err
-    assert orjson.loads(out)["traceparent"].split("-")[1] not in (given, run_id)
+    # outside a run too: the given trace is no run
+    assert two_with_the_given_trace_then_another_user_appends("third") not in (given, run_id)
 
 
 def test_a_run_opened_over_a_megabyte_before_the_cut_stays_open_after_compaction(tmp_path):
@@ -94,20 +93,11 @@ def test_a_run_opened_over_a_megabyte_before_the_cut_stays_open_after_compaction
     assert _cli(root, "init")[0] == 0
     run_trace = new_trace_id()
     old = datetime.now(UTC) - timedelta(days=40)
-    with open(path, "wb") as f:
-        seq = 0
-
-        def put(type_name, data, t, trace):
-            nonlocal seq
-            seq += 1
-            f.write(dumps_line(build_event(etype=lookup(type_name), data=data, source="wardrik://local/agents/a/x",
-                                           subject="agents/a/x", seq=seq, time_str=format_dt(t), trace=trace,
-                                           span=new_span_id())))
-        put("run.started", {"run": {"id": run_trace}}, old, run_trace)
-        for i in range(3000):  # each with a trace of its own (--trace), 1.5 MB in all
-            put("trigger.fired", {"trigger": {"name": f"t{i}"}, "pad": "x" * 400}, old + timedelta(seconds=i),
-                new_trace_id())
-        put("trigger.fired", {"trigger": {"name": "recent"}}, datetime.now(UTC) - timedelta(minutes=1), new_trace_id())
+    _lines(path, [("run.started", {"run": {"id": run_trace}}, old, run_trace),
+                  *(("trigger.fired", {"trigger": {"name": f"t{i}"}, "pad": "x" * 400}, old + timedelta(seconds=i),
+                     new_trace_id()) for i in range(3000)),  # each with a trace of its own (--trace), 1.5 MB
+                  ("trigger.fired", {"trigger": {"name": "recent"}}, datetime.now(UTC) - timedelta(minutes=1),
+                   new_trace_id())])
     code, out, err = _cli(root, "compact", "--retention", "30d", "-F", "json")
     assert code == 0 and orjson.loads(out)["dropped"] == 3001, err
     code, out, err = _cli_as(root, tmp_path / "other", "append", "a/x", "trigger.fired",

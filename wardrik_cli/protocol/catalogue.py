@@ -74,6 +74,7 @@ _CATALOGUE = [
 TYPES: dict[str, EventType] = {t.name: t for t in _CATALOGUE}
 RUN_OPENERS = frozenset({PREFIX + "run.started"})
 RUN_CLOSERS = frozenset({PREFIX + "run.completed", PREFIX + "run.failed"})
+RUN_MARK = (PREFIX + "run.").encode()  # in every stored line of a run's start or end (a type spelt plainly)
 DROPPED = PREFIX + "events.dropped"
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 

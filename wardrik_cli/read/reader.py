@@ -382,10 +382,10 @@ class Reader:
         the caller to hand out as an ``events.dropped`` (``gap_notice``) before the next line
         (without ``pending``, a warning that says so)."""
         log = self._by_name[name]
-        hold = self._hold if self._holding else None
         return self.accepts_of(name), gap_reporter(log, self.warn, pending, recorded=self._gap_root is not None,
                                                   since=self.filters.since,
-                                                  hold=(lambda at, msg: hold(name, at, msg)) if hold else None)
+                                                  hold=(lambda at, msg: self._hold(name, at, msg)) if self._holding
+                                                  else None)
 
     def _hold(self, name: str, at: int, msg: str) -> None:
         """A gap warning for log ``name``, told once the read passes sequence ``at`` (the
@@ -417,7 +417,7 @@ class Reader:
         them). One log is read straight through; several are merged (``read.merge``), a span of
         each at a time."""
         f = self.filters
-        test, until = f.line_test(), f.until
+        test = f.line_test()
         if len(self.logs) == 1:
             log = self.logs[0]
             got = self.start_of(log)
@@ -477,15 +477,6 @@ class Reader:
 
         every = test is None  # no filter: every line read is a match, checked a span at a time
 
-        same = self.judge_accepts()
-
-        def judged(name: str) -> tuple[Callable[[dict[str, Any]], bool] | None, str | None]:
-            if name in self._until_scan:
-                return self.filters.accepts, None
-            return same, test_until
-
-        test_until = until
-
         def reporters(src: Source) -> tuple[OnGap, OnRepeat]:
             state = src.state
 
@@ -506,7 +497,7 @@ class Reader:
             view, _, read, pending, _ = state
             view.reacquire()
             name = src.name
-            accepts, until = judged(name)
+            accepts, until = self.accepts_of(name), self.scan_until(name)  # a log read past --until: each judged
             if every and accepts is None:
                 got = whole_span(view, src.offset, read, src.seq, src.exact, src.high, until)
                 if got is not None:  # a plain span: checked in C, no look at each line in Python

@@ -53,7 +53,7 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, LogView, Watermark, decode_event
 from wardrik_cli.store.locking import locked
 from wardrik_cli.protocol.catalogue import (
-    AUDIT, KEPT, LIVE, RUN_CLOSERS, RUN_OPENERS, EventType, lookup, validate_data,
+    AUDIT, KEPT, LIVE, RUN_CLOSERS, RUN_MARK, RUN_OPENERS, EventType, lookup, validate_data,
 )
 
 MAX_SEQUENCE = 10 ** SEQ_WIDTH - 1  # sequences are 12 digits, for ever
@@ -193,7 +193,7 @@ def open_run_before(fd: int, end: int, limit: int = RUN_LOOKBACK_BYTES) -> str |
     for off, raw in lines.iter_lines_backward(fd, end):
         if end - off > limit:
             return _GAVE_UP
-        if _RUN_MARK not in raw and (b"\\u" not in raw or _plain_type(raw)):
+        if RUN_MARK not in raw and (b"\\u" not in raw or _plain_type(raw)):
             continue  # not a run's start or end, and its type is not spelt with an escape
         try:
             e = decode_event(raw)
@@ -207,13 +207,12 @@ def open_run_before(fd: int, end: int, limit: int = RUN_LOOKBACK_BYTES) -> str |
     return _UNDECIDED
 
 
-_RUN_MARK = b"wardrik.run."
 _TYPE_AT = len(b'{"specversion":"1.0","id":"') + 36  # where this tool's lines spell their type
 
 
 def _plain_type(raw: bytes) -> bool:
     """Is ``raw`` in this tool's shape with its type spelt without an escape? (Then a line
-    without ``_RUN_MARK`` is no run's start or end, whatever escapes its data holds.)"""
+    without ``RUN_MARK`` is no run's start or end, whatever escapes its data holds.)"""
     if raw[_TYPE_AT:_TYPE_AT + 10] != b'","type":"':
         return False
     close = raw.find(b'"', _TYPE_AT + 10)

@@ -87,6 +87,7 @@ from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import locked, try_lock
 from wardrik_cli.store.ship_slots import Slot, kind_of, record_gaps
 from wardrik_cli.store.ship_slots import load as load_slots
+from wardrik_cli.protocol.catalogue import RUN_MARK
 from wardrik_cli.protocol.times import format_dt, parse_duration
 
 DEFAULT_RETENTION = "30d"
@@ -198,11 +199,7 @@ class _Unreadable(Exception):
 # configuration
 # ---------------------------------------------------------------------------
 def resolve_retention(root: Root, given: str | None) -> tuple[str, timedelta]:
-    """The retention from the flag, else config.toml, else 30 days (validated either way).
-    A key config.toml does not know is refused here, where it would change what is dropped
-    (``retentoin = "1d"`` ignored, the sweep keeps 30 days and cron never says so)."""
-    if root.exists():
-        root.check_config_keys()
+    """The retention from the flag, else config.toml, else 30 days (validated either way)."""
     if given is not None:
         return given, parse_retention(given)
     cfg = root.config().retention if root.exists() else None
@@ -596,7 +593,7 @@ def _first_seq(fd: int, cut: int) -> int | None:
 
 def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int]:
     """(the lines of ``[0, cut)`` that are not events, so that none is dropped unseen; the end
-    of the last line there that names a run's type, ``_RUN_MARK``: 0 for none). Every line is
+    of the last line there that names a run's type, ``RUN_MARK``: 0 for none). Every line is
     decoded (a line's shape says nothing of the JSON inside it): a block at a time in C
     (``store.log.decode_all``), line by line only in a block that holds a bad one. The mark
     is where the walk back for the run open at the cut starts (``replace.stage``): the part
@@ -627,7 +624,6 @@ def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int]:
 
 
 PARALLEL_MIN = 32 << 20  # a prefix this big is judged in two halves, one by a forked child
-_RUN_MARK = b"wardrik.run."  # in every line of a run's start or end (as this tool spells types)
 
 
 def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int], int] | None] | None:
@@ -684,7 +680,7 @@ def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]]
     bad: list[tuple[int, bytes]] = []
     mark = 0
     for off, data, size in lines.iter_spans(fd, start, stop):
-        at = data.rfind(_RUN_MARK, 0, size)
+        at = data.rfind(RUN_MARK, 0, size)
         if at >= 0:
             mark = off + data.find(b"\n", at) + 1
         raws = data[:size - 1].split(b"\n")
