@@ -544,3 +544,31 @@ def test_pull_reads_a_pattern_as_readers_do(tmp_path):
     assert p.returncode == 2 and b"no log 'acme/nosuch'" in p.stderr and not (tmp_path / "e2").exists()
     p = run_cli("pull", f"file://{store}", "nomatch*", "--into", str(tmp_path / "e3"), "-o", "json")
     assert p.returncode == 0 and orjson.loads(p.stdout)["logs"] == []
+
+
+def test_a_log_compacted_to_nothing_before_its_first_ship_is_there_for_remote_readers(tmp_path):
+    """Locally such a log reads as one events.dropped; the store got only its owner, so a
+    remote reader said there was no such log (exit 2). Ship now records the cut as the log's
+    watermark in the store (as a remote sweep does)."""
+    import shutil
+
+    r = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent.parent / "sample_ledgers", r)
+    assert run_cli("compact", "--retention", "1d", "-q", root=r).returncode == 0
+    local = jsonl(run_cli("page", "acme/billing", root=r).stdout)
+    assert [e["type"] for e in local] == ["wardrik.events.dropped"]
+    store = tmp_path / "store"
+    store.mkdir()
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
+    p = run_cli("--root", f"file://{store}", "page", "acme/billing")
+    assert p.returncode == 0, p.stderr
+    assert jsonl(p.stdout) and jsonl(p.stdout)[0]["data"] == local[0]["data"] and \
+        jsonl(p.stdout)[0]["id"] == local[0]["id"]
+    ev = tmp_path / "ev"
+    assert run_cli("pull", f"file://{store}", "--into", str(ev)).returncode == 0
+    assert run_cli("check", root=ev).returncode == 0
+    run_cli("append", "acme/billing", "run.started", root=r, check=True)
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0  # goes on after the watermark
+    got = jsonl(run_cli("--root", f"file://{store}", "page", "acme/billing").stdout)
+    assert [(e["type"], e.get("sequence")) for e in got] == [
+        ("wardrik.events.dropped", None), ("wardrik.run.started", str(local[0]["data"]["count"] + 1).zfill(12))]

@@ -57,6 +57,7 @@ import orjson
 
 from wardrik_cli.errors import CorruptLedger, Failure, NoSuchLog, NotRegular, WardrikError
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards
+from wardrik_cli.protocol.times import now as now_text
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Meta, Store
@@ -441,6 +442,7 @@ class Shipper:
             if pos == 0 and first_local > 1:
                 self.warn(f"{src.name}: the store has none of this log and its first {first_local - 1} events were "
                           f"compacted away here; shipping from {first_local}")
+                self._write_start(src, view, first_local)
             self._ship_from(src, ident, view, pos, row)
 
     def _own(self, src: Source, ident: str) -> None:
@@ -527,6 +529,21 @@ class Shipper:
                 raise self._two_roots(src, Meta(g.last, "0" * 64, g.root_id, "?"))
             pos = g.last
         return pos
+
+    def _write_start(self, src: Source, view: LogView, first_local: int) -> None:
+        """The store gets none of this log's first events (compacted here before its first
+        ship): its compaction record goes to the store as the log's watermark, as a remote
+        sweep writes one, so remote readers and pulls know where it starts and that the events
+        before were dropped (a log compacted to nothing was not there at all for them). Only
+        from this tool's own record of the cut; without one, nothing is claimed."""
+        wm = view.watermark()
+        if wm is None or wm.next_sequence != first_local:
+            return
+        body = orjson.dumps({"next_sequence": first_local, "time": wm.time, "hash": wm.hash,
+                             "first_time_kept": wm.first_time_kept, "previous": None, "dropped": first_local - 1,
+                             "cutoff": None, "made": now_text(), "by": self.where}) + b"\n"
+        key = remote_gaps.watermark_key(self._prefix(src), first_local)
+        self.store.create(key, body, Meta(first_local - 1, hashlib.sha256(body).hexdigest(), self.root_id, self.where))
 
     def _write_gaps(self, src: Source, ident: str, pos: int, first_local: int, row: LogShipped) -> int:
         """Events ``pos + 1`` to ``first_local - 1`` are gone here: when a sweep recorded
