@@ -448,6 +448,8 @@ def test_a_custom_view_never_imports_code_planted_in_the_root(tmp_path):
 @pytest.mark.parametrize("args", [
     ["page", "-g", "a{99999999999}"],  # past re's repeat limit: an OverflowError, not re.error
     ["page", "--where", "data.x~a{99999999999}"],
+    ["page", "-g", "a{99999999}"],  # under re's limit: the time-bounded matcher unrolled it (out of memory)
+    ["page", "-g", "(a{999}){999}"],  # nested counts multiply
     ["export", "otlp", "--endpoint", "http://[::1"],  # urlsplit raised ValueError
     ["export", "otlp", "--endpoint", "http://a b"],  # http.client refused it only when sending
     ["export", "otlp", "--endpoint", "http://h:99999"],

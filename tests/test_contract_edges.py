@@ -19,7 +19,7 @@ def test_an_empty_cursor_file_is_the_start(tmp_path):
     assert p.returncode == 0, p.stderr
     assert len(jsonl(p.stdout)) == 3 and f.read_text().strip()
     assert jsonl(run_cli("page", "a", "--cursor-file", str(f), root=root).stdout) == []
-    f.write_bytes(b"")  # tail: a cursor file that exists is a start: every event after it
+    f.write_bytes(b"\n")  # `echo > F` too; and tail: a cursor file that exists is a start: every event after it
     p = run_cli("tail", "a", "-n", "1", "--cursor-file", str(f), root=root)
     assert p.returncode == 0 and len(jsonl(p.stdout)) == 3, p.stderr
 

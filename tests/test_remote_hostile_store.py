@@ -218,3 +218,20 @@ def test_ship_never_writes_through_a_link_planted_in_a_folder_store(tmp_path):
     (store / "v1/deployment=d1/kind=agents/log=acme~a").unlink()
     assert run_cli("ship", f"file://{store}", root=r).returncode == 0  # the link gone: shipped into the store
     assert [k.name for k in store.rglob("*.jsonl")] == ["000000000001.jsonl"]
+
+
+def test_folders_ship_makes_in_a_folder_store_follow_the_umask(tmp_path):
+    """A shared mount: folders made with the umask (775 under umask 002), as before the
+    folder walk that refuses links."""
+    r = tmp_path / "root"
+    run_cli("append", "a", "run.started", root=r, check=True)
+    store = tmp_path / "store"
+    store.mkdir()
+    old = os.umask(0o002)
+    try:
+        p = subprocess.run([WARDRIK, "--root", str(r), "ship", f"file://{store}"], capture_output=True, timeout=60)
+    finally:
+        os.umask(old)
+    assert p.returncode == 0, p.stderr
+    modes = {oct(d.stat().st_mode & 0o777) for d in store.rglob("*") if d.is_dir()}
+    assert modes == {oct(0o775)}, modes

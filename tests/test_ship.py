@@ -572,3 +572,15 @@ def test_a_log_compacted_to_nothing_before_its_first_ship_is_there_for_remote_re
     got = jsonl(run_cli("--root", f"file://{store}", "page", "acme/billing").stdout)
     assert [(e["type"], e.get("sequence")) for e in got] == [
         ("wardrik.events.dropped", None), ("wardrik.run.started", str(local[0]["data"]["count"] + 1).zfill(12))]
+
+
+def test_pull_of_a_name_that_is_a_log_and_a_folder_pulls_the_log(tmp_path):
+    """As page reads it (a log keeps naming itself beside a folder of that name)."""
+    r = tmp_path / "root"
+    for log in ("ops", "ops/a"):
+        run_cli("append", log, "run.started", root=r, check=True)
+    store = tmp_path / "store"
+    store.mkdir()
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
+    p = run_cli("pull", f"file://{store}", "ops", "--into", str(tmp_path / "e"), "-o", "json")
+    assert p.returncode == 0 and [x["log"] for x in orjson.loads(p.stdout)["logs"]] == ["ops"]

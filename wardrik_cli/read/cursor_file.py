@@ -18,11 +18,11 @@ MAX_BYTES = 16 << 20  # a cursor names each log once: 100,000 logs fit many time
 
 
 def read_file(path: Path) -> Cursor | None:
-    """The cursor saved in ``path``, or None when the file does not exist; an empty file (made
-    to be filled, as ``mktemp`` makes one: this tool never leaves one empty, since it writes by
-    rename) is the start, before every event (``tail`` then gives every event after it, as
-    for any cursor file that exists). Only a regular file
-    of at most ``MAX_BYTES`` is read: a FIFO is never waited on, a device never read whole."""
+    """The cursor saved in ``path``, or None when the file does not exist. A file that is empty
+    or holds only blanks (made to be filled: ``mktemp``, ``echo > F``; this tool never leaves
+    one so, since it writes by rename) is the start, before every event (``tail`` then gives
+    every event after it, as for any cursor file that exists). Only a regular file of at most
+    ``MAX_BYTES`` is read: a FIFO is never waited on, a device never read whole."""
     import os
     import stat
 
@@ -48,8 +48,8 @@ def read_file(path: Path) -> Cursor | None:
         text = data[:MAX_BYTES].decode("utf-8")
     except UnicodeDecodeError:
         raise BadCursor(f"cannot read cursor file {path}: not UTF-8") from None
-    if not data:
-        return {}  # made empty to be filled (``F=$(mktemp)``): the start, before every event
+    if not data.strip():
+        return {}  # made empty to be filled (``F=$(mktemp)``, ``echo > F``): the start, before every event
     try:
         return decode_cursor(text)
     except BadCursor as e:

@@ -110,9 +110,43 @@ def user_regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return re.compile(pattern, flags)
+            rx = re.compile(pattern, flags)
+            _bounded_repeats(rx)
+            return rx
     except (OverflowError, RecursionError, ValueError) as e:
         raise re.error(str(e) or type(e).__name__) from None
+
+
+MAX_REPEAT_COUNT = 10_000  # a{n} past this: the time-bounded matcher would unroll it in memory (a{99999999}: gigabytes)
+
+
+def _bounded_repeats(rx: re.Pattern[str]) -> None:
+    """re.error when counted repeats (``{n}``, ``{n,m}``), nested ones multiplied, go past
+    ``MAX_REPEAT_COUNT``."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    repeats = (_parser.MAX_REPEAT, _parser.MIN_REPEAT, getattr(_parser, "POSSESSIVE_REPEAT", None))
+    stack: list[tuple[Any, int]] = [(_parser.parse(rx.pattern, rx.flags), 1)]
+    while stack:
+        nodes, times = stack.pop()
+        for op, av in nodes:
+            if op in repeats:
+                lo, hi, sub = av
+                n = times * (lo if hi == _parser.MAXREPEAT else hi)
+                if n > MAX_REPEAT_COUNT:
+                    nested = " (nested counts multiplied)" if times > 1 else ""
+                    raise re.error(f"a repeat count past {MAX_REPEAT_COUNT:,}{nested}")
+                stack.append((sub, max(n, 1)))
+            elif op is _parser.SUBPATTERN:
+                stack.append((av[-1], times))
+            elif op is _parser.BRANCH:
+                stack.extend((b, times) for b in av[1])
+            elif op in (_parser.ASSERT, _parser.ASSERT_NOT):
+                stack.append((av[1], times))
+            elif op is getattr(_parser, "ATOMIC_GROUP", None):
+                stack.append((av, times))
+            elif op is _parser.GROUPREF_EXISTS:
+                stack.extend((x, times) for x in av[1:] if x is not None)
 
 
 def compile_grep(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:

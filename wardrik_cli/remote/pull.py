@@ -191,6 +191,12 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
         if not has_wildcards(pat) and not any(pattern_covers(pat, name) for name in seen):
             raise NoSuchLog(f"no log {pat!r} in {store.url} (patterns with * or ? may match nothing; a literal "
                             "id or folder must be there)")
+    if pats:
+        # A literal naming a log names that log only, beside a folder of that name (as readers read it)
+        named = {name for name in seen if any(
+            pattern_covers(pat, name) and (has_wildcards(pat) or name == pat or pat not in seen) for pat in pats)}
+        found = {k: v for k, v in found.items() if k[1] != keys.AGENTS or k[2] in named}
+        others = {k: v for k, v in others.items() if k[1] != keys.AGENTS or k[2] in named}
     if strangers:
         warn(f"{len(strangers)} object(s) under {store.url} are not wardrik's (no log's segment, record or owner) "
              f"and were left out, e.g. {safe_key(strangers[0])}")

@@ -358,7 +358,7 @@ class FolderStore(Store):
                 if not create or made:
                     raise
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=dfd)
+                    os.mkdir(part, 0o777, dir_fd=dfd)  # the umask decides, as for any folder made
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     return -1

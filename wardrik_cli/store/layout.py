@@ -160,10 +160,10 @@ class Root:
     def require(self) -> Root:
         if not self.path.is_dir():
             what = "is not a directory" if self.path.exists() else "does not exist"
-            hint = "give --root DIR or set WARDRIK_ROOT"
-            if "://" in self._given:
-                hint = "a remote root is s3://BUCKET/PREFIX or file:///PATH, in lower case"
-            raise NoSuchRoot(f"root {self._given!r} {what} ({hint})")
+            if "://" in self._given:  # as typed: a path folds "S3://b" to "S3:/b"
+                raise NoSuchRoot(f"root {self._given!r} {what} (a remote root is s3://BUCKET/PREFIX or "
+                                 "file:///PATH, in lower case)")
+            raise NoSuchRoot(f"root {str(self.path)!r} {what} (give --root DIR or set WARDRIK_ROOT)")
         return self
 
     def unfinished_pull(self) -> Path | None:
