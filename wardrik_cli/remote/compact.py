@@ -39,13 +39,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
 
 from wardrik_cli.errors import Failure, WardrikError
-from wardrik_cli.protocol.times import format_dt, now as now_text
+from wardrik_cli.protocol.times import format_dt
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.gaps import (Gap, Other, RemoteWatermark, first_line, gaps_of, last_line,
-                                     latest_watermark, parse_other, read_gap, watermark_key)
+                                     latest_watermark, parse_other, read_gap, watermark_body, watermark_key)
 from wardrik_cli.remote.stores import Meta, Store
 from wardrik_cli.store.retention import SweepTotals
 from wardrik_cli.store.log import decode_event, peek
@@ -217,10 +216,8 @@ def _sweep_log(store: Store, ident: tuple[str, str, str], segs: list[keys.Parsed
         first_time_kept = _line_time(raw, store.where(kept_units[0].key)) if raw else None
     if dry_run:
         return
-    body = orjson.dumps({"next_sequence": next_seq, "time": last_time, "hash": hash_,
-                         "first_time_kept": first_time_kept, "previous": wm.next_sequence if wm else None,
-                         "dropped": row.dropped, "cutoff": cutoff, "made": now_text(),
-                         "by": f"{socket.gethostname()}"}) + b"\n"
+    body = watermark_body(next_seq, last_time, hash_, first_time_kept, wm.next_sequence if wm else None,
+                          row.dropped, cutoff, socket.gethostname())
     log_prefix = keys.log_prefix(store.prefix, dep, kind, name)
     wkey = watermark_key(log_prefix, next_seq)
     meta = Meta(next_seq - 1, hashlib.sha256(body).hexdigest(), SWEEP_ID, f"compact@{socket.gethostname()}")

@@ -46,6 +46,17 @@ def watermark_key(log_prefix: str, next_sequence: int) -> str:
     return f"{log_prefix}{WATERMARK}{next_sequence:012d}.json"
 
 
+def watermark_body(next_sequence: int, time: str | None, hash_: str | None, first_time_kept: str | None,
+                   previous: int | None, dropped: int, cutoff: str | None, by: str) -> bytes:
+    """A watermark object's bytes (``read_watermark`` reads them): a remote sweep's cut, or a
+    local one ``ship`` records for a log the store never had the start of."""
+    from wardrik_cli.protocol.times import now
+
+    return orjson.dumps({"next_sequence": next_sequence, "time": time, "hash": hash_,
+                         "first_time_kept": first_time_kept, "previous": previous, "dropped": dropped,
+                         "cutoff": cutoff, "made": now(), "by": by}) + b"\n"
+
+
 @dataclass
 class Other:
     """A log's object that is not a segment: a gap, a watermark or the owner."""

@@ -57,7 +57,6 @@ import orjson
 
 from wardrik_cli.errors import CorruptLedger, Failure, NoSuchLog, NotRegular, WardrikError
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards
-from wardrik_cli.protocol.times import now as now_text
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
 from wardrik_cli.remote.stores import Meta, Store
@@ -539,9 +538,8 @@ class Shipper:
         wm = view.watermark()
         if wm is None or wm.next_sequence != first_local:
             return
-        body = orjson.dumps({"next_sequence": first_local, "time": wm.time, "hash": wm.hash,
-                             "first_time_kept": wm.first_time_kept, "previous": None, "dropped": first_local - 1,
-                             "cutoff": None, "made": now_text(), "by": self.where}) + b"\n"
+        body = remote_gaps.watermark_body(first_local, wm.time, wm.hash, wm.first_time_kept, None,
+                                          first_local - 1, None, self.where)
         key = remote_gaps.watermark_key(self._prefix(src), first_local)
         self.store.create(key, body, Meta(first_local - 1, hashlib.sha256(body).hexdigest(), self.root_id, self.where))
 
