@@ -63,3 +63,15 @@ def test_fold_of_a_run_that_is_not_there_says_so(tmp_path):
     assert p.returncode == 0 and b"no event of run ffffffff" in p.stderr
     p = run_cli("fold", "a", "--run", "abab", "-o", "json", root=root)
     assert p.returncode == 0 and p.stderr == b"", p.stderr
+
+
+def test_the_state_printout_cuts_values_at_60_characters(tmp_path):
+    """CONTRACT (fold): the state view "gives that seed's values (its printout cuts them at 60
+    characters)"; on a wide terminal the whole 87-character answer was printed."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", "--data", '{"task": "t"}', root=root, check=True)
+    run_cli("append", "a", "run.completed", "--data", '{"answer": "' + "x" * 87 + '"}', root=root, check=True)
+    p = run_cli("fold", "a", "-o", "pretty", root=root, env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    [line] = [ln for ln in p.stdout.decode().splitlines() if "answer" in ln]
+    assert "x" * 60 + "..." in line and "x" * 61 not in line

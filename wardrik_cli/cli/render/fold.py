@@ -51,9 +51,14 @@ def state_panel(s: dict[str, Any]) -> Any:
         elif k == "status":
             val = Text(str(v), style=_STATUS.get(str(v), ""))
         else:
-            val = Text(one_line(v))
+            text = one_line(v)
+            # as seed 000's printout: a value past 60 characters is cut there, with "..."
+            val = Text(text if len(text) <= STATE_VALUE_MAX else text[:STATE_VALUE_MAX] + "...")
         t.add_row(str(k), val)
     return Panel(t, title="state", title_align="left", expand=False, border_style="dim")
+
+
+STATE_VALUE_MAX = 60  # CONTRACT: the state printout cuts values at 60 characters
 
 
 def _cut(text: Any) -> Any:
