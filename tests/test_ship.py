@@ -584,3 +584,25 @@ def test_pull_of_a_name_that_is_a_log_and_a_folder_pulls_the_log(tmp_path):
     assert run_cli("ship", f"file://{store}", root=r).returncode == 0
     p = run_cli("pull", f"file://{store}", "ops", "--into", str(tmp_path / "e"), "-o", "json")
     assert p.returncode == 0 and [x["log"] for x in orjson.loads(p.stdout)["logs"]] == ["ops"]
+
+
+def test_a_pull_with_a_log_that_fails_leaves_the_root_unfinished(tmp_path):
+    """A segment whose bytes do not match its sha256: pull exits 1 for that log, and the
+    evidence root said nothing of it afterwards (the marker went, check was clean, the log
+    an empty file). Now the marker stays, saying which log failed, and check exits 1."""
+    r = tmp_path / "root"
+    for log in ("a", "b"):
+        run_cli("append", log, "run.started", root=r, check=True)
+    store = tmp_path / "store"
+    store.mkdir()
+    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
+    [seg] = [p for p in store.rglob("*.jsonl") if "log=a/" in p.as_posix()]
+    seg.write_bytes(seg.read_bytes().replace(b"run.started", b"run.stArted"))
+    ev = tmp_path / "ev"
+    p = run_cli("pull", f"file://{store}", "--into", str(ev))
+    assert p.returncode == 1 and b"sha256" in p.stderr, p.stderr
+    marker = ev / ".wardrik" / "pull-unfinished"
+    assert marker.is_file() and b"a: " in marker.read_bytes()
+    p = run_cli("check", root=ev)
+    assert p.returncode == 1 and b"did not finish" in p.stdout + p.stderr
+    assert (ev / "b.jsonl").read_bytes() == (r / "b.jsonl").read_bytes()  # the others were pulled

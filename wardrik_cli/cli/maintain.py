@@ -110,8 +110,9 @@ def check(
     if marker is not None:
         from wardrik_cli.store.check import Problem
 
-        problems.insert(0, Problem(str(marker), 1, 0, "a pull into this root did not finish (killed part-way): logs "
-                                   "or events may be missing; pull again into a new folder"))
+        problems.insert(0, Problem(str(marker), 1, 0, "a pull into this root did not finish (killed part-way, or "
+                                   "a log could not be pulled: the file says which): logs or events may be missing; "
+                                   "pull again into a new folder"))
     for p in problems:
         p.file = inv.shown_path(p.file)  # a remote root's log, named by its URL, not by the mirror's path
     failed = any(p.severity == ERROR for p in problems)

@@ -108,8 +108,8 @@ def prepare_into(into: Path) -> None:
                 raise BadInput(f"--into {into}: not a folder")
             if any(into.iterdir()):
                 if Root(into).unfinished_pull() is not None:
-                    raise BadInput(f"--into {into}: holds a pull that did not finish (killed part-way): remove the "
-                                   "folder and pull again")
+                    raise BadInput(f"--into {into}: holds a pull that did not finish (killed part-way, or a log "
+                                   "could not be pulled): remove the folder and pull again")
                 raise BadInput(f"--into {into}: not empty (pull makes a new evidence root: give a new or empty folder)")
         into.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -224,7 +224,12 @@ def pull(store: Store, into: Path, *, patterns: list[str] | None = None, since: 
             _pull_log(store, segs, others.get((dep, kind, name), []), log, row, since, warn)
         except (BadSegment, Refused) as e:
             row.error = str(e)
+    failed = [r for r in result.logs if r.error]
     marker.unlink()
+    if failed:
+        # a log that could not be pulled leaves the root unfinished too: check says so, never clean
+        _write_new(marker, (f"a pull from {store.url} into this folder finished without {len(failed)} log(s): "
+                            + "; ".join(f"{r.log}: {r.error}" for r in failed) + "\n").encode())
     fsync_dir(marker.parent)
     return result
 
