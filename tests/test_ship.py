@@ -527,22 +527,29 @@ def test_a_pull_killed_part_way_is_said_by_check_and_by_the_next_pull(tmp_path):
     assert not (done / ".wardrik/pull-unfinished").exists() and run_cli("check", root=done).returncode == 0
 
 
-def test_pull_reads_a_pattern_as_readers_do(tmp_path):
-    """``pull STORE acme`` pulled nothing (a literal was matched as one log id only), and a
-    literal naming no log in the store pulled nothing with exit 0; readers take ``acme`` as
-    every log under it, and refuse a literal naming none (exit 2)."""
-    r = tmp_path / "root"
-    for log in ("acme/a", "acme/sub/b", "other"):
+def _shipped_to_folder(tmp_path, *logs: str, root: Path | None = None) -> tuple[Path, str]:
+    """(root, store URL): ``logs`` appended to a new root (or ``root`` as it is), shipped to a
+    new file:// store."""
+    r = root if root is not None else tmp_path / "root"
+    for log in logs:
         run_cli("append", log, "run.started", root=r, check=True)
     store = tmp_path / "store"
     store.mkdir()
     assert run_cli("ship", f"file://{store}", root=r).returncode == 0
-    p = run_cli("pull", f"file://{store}", "acme", "--into", str(tmp_path / "e1"), "-o", "json")
+    return r, f"file://{store}"
+
+
+def test_pull_reads_a_pattern_as_readers_do(tmp_path):
+    """``pull STORE acme`` pulled nothing (a literal was matched as one log id only), and a
+    literal naming no log in the store pulled nothing with exit 0; readers take ``acme`` as
+    every log under it, and refuse a literal naming none (exit 2)."""
+    _, store = _shipped_to_folder(tmp_path, "acme/a", "acme/sub/b", "other")
+    p = run_cli("pull", store, "acme", "--into", str(tmp_path / "e1"), "-o", "json")
     assert p.returncode == 0, p.stderr
     assert sorted(x["log"] for x in orjson.loads(p.stdout)["logs"]) == ["acme/a", "acme/sub/b"]
-    p = run_cli("pull", f"file://{store}", "acme/nosuch", "--into", str(tmp_path / "e2"))
+    p = run_cli("pull", store, "acme/nosuch", "--into", str(tmp_path / "e2"))
     assert p.returncode == 2 and b"no log 'acme/nosuch'" in p.stderr and not (tmp_path / "e2").exists()
-    p = run_cli("pull", f"file://{store}", "nomatch*", "--into", str(tmp_path / "e3"), "-o", "json")
+    p = run_cli("pull", store, "nomatch*", "--into", str(tmp_path / "e3"), "-o", "json")
     assert p.returncode == 0 and orjson.loads(p.stdout)["logs"] == []
 
 
@@ -557,32 +564,25 @@ def test_a_log_compacted_to_nothing_before_its_first_ship_is_there_for_remote_re
     assert run_cli("compact", "--retention", "1d", "-q", root=r).returncode == 0
     local = jsonl(run_cli("page", "acme/billing", root=r).stdout)
     assert [e["type"] for e in local] == ["wardrik.events.dropped"]
-    store = tmp_path / "store"
-    store.mkdir()
-    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
-    p = run_cli("--root", f"file://{store}", "page", "acme/billing")
+    _, store = _shipped_to_folder(tmp_path, root=r)
+    p = run_cli("--root", store, "page", "acme/billing")
     assert p.returncode == 0, p.stderr
     assert jsonl(p.stdout) and jsonl(p.stdout)[0]["data"] == local[0]["data"] and \
         jsonl(p.stdout)[0]["id"] == local[0]["id"]
     ev = tmp_path / "ev"
-    assert run_cli("pull", f"file://{store}", "--into", str(ev)).returncode == 0
+    assert run_cli("pull", store, "--into", str(ev)).returncode == 0
     assert run_cli("check", root=ev).returncode == 0
     run_cli("append", "acme/billing", "run.started", root=r, check=True)
-    assert run_cli("ship", f"file://{store}", root=r).returncode == 0  # goes on after the watermark
-    got = jsonl(run_cli("--root", f"file://{store}", "page", "acme/billing").stdout)
+    assert run_cli("ship", store, root=r).returncode == 0  # goes on after the watermark
+    got = jsonl(run_cli("--root", store, "page", "acme/billing").stdout)
     assert [(e["type"], e.get("sequence")) for e in got] == [
         ("wardrik.events.dropped", None), ("wardrik.run.started", str(local[0]["data"]["count"] + 1).zfill(12))]
 
 
 def test_pull_of_a_name_that_is_a_log_and_a_folder_pulls_the_log(tmp_path):
     """As page reads it (a log keeps naming itself beside a folder of that name)."""
-    r = tmp_path / "root"
-    for log in ("ops", "ops/a"):
-        run_cli("append", log, "run.started", root=r, check=True)
-    store = tmp_path / "store"
-    store.mkdir()
-    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
-    p = run_cli("pull", f"file://{store}", "ops", "--into", str(tmp_path / "e"), "-o", "json")
+    _, store = _shipped_to_folder(tmp_path, "ops", "ops/a")
+    p = run_cli("pull", store, "ops", "--into", str(tmp_path / "e"), "-o", "json")
     assert p.returncode == 0 and [x["log"] for x in orjson.loads(p.stdout)["logs"]] == ["ops"]
 
 
@@ -590,16 +590,11 @@ def test_a_pull_with_a_log_that_fails_leaves_the_root_unfinished(tmp_path):
     """A segment whose bytes do not match its sha256: pull exits 1 for that log, and the
     evidence root said nothing of it afterwards (the marker went, check was clean, the log
     an empty file). Now the marker stays, saying which log failed, and check exits 1."""
-    r = tmp_path / "root"
-    for log in ("a", "b"):
-        run_cli("append", log, "run.started", root=r, check=True)
-    store = tmp_path / "store"
-    store.mkdir()
-    assert run_cli("ship", f"file://{store}", root=r).returncode == 0
-    [seg] = [p for p in store.rglob("*.jsonl") if "log=a/" in p.as_posix()]
+    r, store = _shipped_to_folder(tmp_path, "a", "b")
+    [seg] = [p for p in (tmp_path / "store").rglob("*.jsonl") if "log=a/" in p.as_posix()]
     seg.write_bytes(seg.read_bytes().replace(b"run.started", b"run.stArted"))
     ev = tmp_path / "ev"
-    p = run_cli("pull", f"file://{store}", "--into", str(ev))
+    p = run_cli("pull", store, "--into", str(ev))
     assert p.returncode == 1 and b"sha256" in p.stderr, p.stderr
     marker = ev / ".wardrik" / "pull-unfinished"
     assert marker.is_file() and b"a: " in marker.read_bytes()

@@ -5,6 +5,7 @@ import io
 from datetime import datetime, timedelta, UTC
 
 import orjson
+import pytest
 
 from wardrik_cli.cli.app import run
 from wardrik_cli.protocol.catalogue import lookup
@@ -23,11 +24,16 @@ def _write(path, times):
                                            time_str=format_dt(t), trace=new_trace_id(), span=new_span_id())))
 
 
-def _page(root, *args):
+def _cli(root, *args):
+    """(exit code, stdout, stderr text) of ``wardrik --root ROOT ARGS`` run in this process."""
     out, err = io.BytesIO(), io.BytesIO()
-    code = run(["--root", str(root), "page", "a/x", "--limit", "100000", *args], {"NO_COLOR": "1"},
-               stdout=out, stderr=err)
-    return code, [orjson.loads(line) for line in out.getvalue().splitlines()], err.getvalue().decode()
+    code = run(["--root", str(root), *args], {"NO_COLOR": "1"}, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue().decode()
+
+
+def _page(root, *args):
+    code, out, err = _cli(root, "page", "a/x", "--limit", "100000", *args)
+    return code, [orjson.loads(line) for line in out.splitlines()], err
 
 
 def test_since_on_an_unsorted_log_finds_every_event_and_warns(tmp_path):
@@ -47,18 +53,18 @@ def test_since_on_an_unsorted_log_finds_every_event_and_warns(tmp_path):
     assert "not in order" in err and err.startswith("warning:")
 
 
-def test_since_on_a_sorted_log_seeks_without_a_warning(tmp_path):
+@pytest.mark.parametrize("option,at", [("--since", 3990), ("--until", 10)])
+def test_a_window_on_a_sorted_log_reads_it_without_a_warning(tmp_path, option, at):
     root = tmp_path / "root"
     times = [T0 + timedelta(seconds=i) for i in range(4000)]
     _write(root / "a" / "x.jsonl", times)
-    code, events, err = _page(root, "--since", format_dt(times[3990]))
+    code, events, err = _page(root, option, format_dt(times[at]))
     assert code == 0 and err == "" and len(events) == 10
 
 
 def _tail(root, *args):
-    out, err = io.BytesIO(), io.BytesIO()
-    code = run(["--root", str(root), "tail", "a/x", "-o", "jsonl", *args], {"NO_COLOR": "1"}, stdout=out, stderr=err)
-    return code, [orjson.loads(line) for line in out.getvalue().splitlines()], err.getvalue().decode()
+    code, out, err = _cli(root, "tail", "a/x", "-o", "jsonl", *args)
+    return code, [orjson.loads(line) for line in out.splitlines()], err
 
 
 def test_tail_since_on_an_unsorted_log_reads_back_past_an_older_line(tmp_path):
@@ -120,18 +126,7 @@ def test_until_on_an_unsorted_log_finds_every_event_and_warns(tmp_path):
     assert [int(e["sequence"]) for e in events] == [1, *range(3, 4001)]
     assert "not in order" in err and err.startswith("warning:")
     _write(root / "b.jsonl", [T0 + timedelta(hours=1)])
-    out, err2 = io.BytesIO(), io.BytesIO()
-    assert run(["--root", str(root), "page", "--all", "--until", until], {}, stdout=out, stderr=err2) == 0
-    assert len(out.getvalue().splitlines()) == 4000
-    out = io.BytesIO()
-    assert run(["--root", str(root), "stats", "a/x", "--by", "type", "--until", until, "-o", "json"], {},
-               stdout=out, stderr=io.BytesIO()) == 0
-    assert orjson.loads(out.getvalue())["groups"][0]["calls"] == 3999
-
-
-def test_until_on_a_sorted_log_stops_without_a_warning(tmp_path):
-    root = tmp_path / "root"
-    times = [T0 + timedelta(seconds=i) for i in range(4000)]
-    _write(root / "a" / "x.jsonl", times)
-    code, events, err = _page(root, "--until", format_dt(times[10]))
-    assert code == 0 and err == "" and len(events) == 10
+    code, out, _ = _cli(root, "page", "--all", "--until", until)  # over two logs: the merge
+    assert code == 0 and len(out.splitlines()) == 4000
+    code, out, _ = _cli(root, "stats", "a/x", "--by", "type", "--until", until, "-o", "json")
+    assert code == 0 and orjson.loads(out)["groups"][0]["calls"] == 3999
