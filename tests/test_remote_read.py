@@ -411,6 +411,14 @@ def test_writing_commands_are_refused_on_a_remote_root(tmp_path, args):
     assert share.segments() == before and not mirrors(tmp_path).exists()
 
 
+@pytest.mark.parametrize("args", [("page", "*"), ("tail", "-n", "1"), ("stats",), ("check",)])
+def test_a_file_root_that_is_not_there_is_bad_input_as_a_local_one(tmp_path, args):
+    local = run_cli("--root", str(tmp_path / "gone"), *args)
+    remote = run_cli("--root", (tmp_path / "gone").as_uri(), *args)
+    assert local.returncode == remote.returncode == 2, (local.stderr, remote.stderr)
+    assert remote.stderr.count(b"error:") == 1 and b"not a directory" in remote.stderr
+
+
 def test_several_deployments_under_one_prefix_need_deployment(tmp_path):
     share = FolderTarget(tmp_path / "share")
     roots = []

@@ -571,6 +571,16 @@ def test_note_with_filter_reads_on_with_same_filter(root, five, fmt):
     assert seqs(rest["events"]) == [5, 7]
 
 
+def test_note_with_a_cursor_file_says_to_run_again_and_still_ends_with_the_cursor(root, five, tmp_path):
+    cur = tmp_path / "cur"
+    p = ok(root, "page", "acme/five", "--limit", "2", "--cursor-file", str(cur), "-o", "jsonl")
+    [note] = note_lines(p)
+    assert note.startswith("note: stopped at --limit 2; run again to read on from the cursor file"), note
+    assert note.split()[-1] == cur.read_text().strip()
+    again = ok(root, "page", "acme/five", "--limit", "2", "--cursor-file", str(cur), "-o", "jsonl")
+    assert seqs([orjson.loads(x) for x in again.stdout.splitlines()]) == [3, 4]
+
+
 def test_no_note_when_everything_fits(root, five):
     for fmt in ["jsonl", "json", "pretty"]:
         p = ok(root, "page", "acme/five", "--limit", "10", "--format", fmt)

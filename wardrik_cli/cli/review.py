@@ -94,7 +94,10 @@ def run_page(logs_of: Callable[[Root], list[Log]], start: Cursor | None, *, limi
         if cursor_file is not None:
             write_file(cursor_file, reader.next)
         if reader.more:
-            inv.note(f"stopped at --limit {limit}; read on with --after {encode_cursor(reader.next)}")
+            # the cursor stays last on the line (scripts take the last word); with a cursor file
+            # the same command reads on, which is what its user will do
+            again = "" if cursor_file is None else "run again to read on from the cursor file, or "
+            inv.note(f"stopped at --limit {limit}; {again}read on with --after {encode_cursor(reader.next)}")
 
 
 @app.command(rich_help_panel="Review")

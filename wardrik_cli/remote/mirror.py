@@ -62,7 +62,7 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import BadInput, Failure
+from wardrik_cli.errors import BadInput, Failure, NoSuchRoot
 from wardrik_cli.protocol.names import (
     AUDIT_NAME, has_wildcards, is_deployment, pattern_regex, validate_deployment, validate_pattern,
 )
@@ -132,7 +132,8 @@ def store_deployments(store: Store) -> list[str]:
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in got["common_prefixes"]]
     elif isinstance(store, FolderStore):
         if not store.path.is_dir():
-            raise Failure(f"{store.url}: {store.path} is not a directory (mount the share, or give another URL)")
+            # a reader's root that is not there is bad input, as a local root that is not there
+            raise NoSuchRoot(f"{store.url}: {store.path} is not a directory (mount the share, or give another URL)")
         try:
             names = os.listdir(store.path / base)
         except FileNotFoundError:
