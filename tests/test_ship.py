@@ -352,6 +352,26 @@ def test_a_second_root_shipping_the_same_log_id_is_refused_naming_both(tmp_path,
     assert q.returncode == 1 and b"nothing new" not in q.stderr and b"1 log(s) refused" in q.stderr, q.stderr
 
 
+def test_shipping_again_as_another_deployment_is_refused_until_the_target_is_forgotten(tmp_path):
+    """A root that shipped as one deployment and ships again as another would store every log
+    again under the other deployment's keys: each event twice in the fleet."""
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = tmp_path / "root"
+    run_cli("init", "--deployment", "east", root=r, check=True)
+    run_cli("append", "a", "trigger.fired", "--data", '{"trigger": {"name": "x"}}', root=r, check=True)
+    assert ship(r, share.url).returncode == 0
+    before = {p: p.read_bytes() for p in share.path.rglob("*") if p.is_file()}
+    for args in ((), ("--follow",)):
+        p = run_cli("--deployment", "west", "ship", share.url + "/", *args, root=r, timeout=60)
+        err = p.stderr.decode()
+        assert p.returncode == 2 and err.count("error:") == 1 and "'east'" in err and "--forget" in err, err
+        assert {p: p.read_bytes() for p in share.path.rglob("*") if p.is_file()} == before
+    assert ship(r, share.url, "--deployment", "east").returncode == 0  # as before: fine
+    run_cli("ship", "--forget", share.url, root=r, check=True)
+    assert run_cli("--deployment", "west", "ship", share.url, root=r).returncode == 0
+    assert [k.split("/")[1] for k in share.segments()] == ["deployment=east", "deployment=west"]
+
+
 # ---------------------------------------------------------------------------
 # --follow
 # ---------------------------------------------------------------------------

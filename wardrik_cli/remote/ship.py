@@ -55,7 +55,7 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import CorruptLedger, Failure, NoSuchLog, NotRegular, WardrikError
+from wardrik_cli.errors import BadInput, CorruptLedger, Failure, NoSuchLog, NotRegular, WardrikError
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
@@ -356,6 +356,14 @@ class Shipper:
                  stop: Callable[[], bool] = lambda: False, segment_max: int = SEGMENT_MAX,
                  patterns: list[str] | None = None):
         root.require_made("ship")
+        was = ship_slots.registered_deployment(root, store.url)
+        if was is not None and was[0] != deployment:
+            # the store's keys hold the deployment: shipping as another one would store every
+            # log again from its first event, each event twice in the fleet
+            raise BadInput(f"this root ships to {store.url} as deployment {was[0]!r} (since {was[1] or '?'}), "
+                           f"not {deployment!r}: its logs would be in the store twice; ship with --deployment "
+                           f"{was[0]}, or run `wardrik ship --forget {store.url}` first to ship them anew as "
+                           f"{deployment!r}")
         self.root, self.store, self.deployment = root, store, deployment
         self.patterns = list(patterns) if patterns else None
         self.registered = False

@@ -195,6 +195,16 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
         raise Failure(f"cannot register the ship target in {path}: {e.strerror or e}; nothing shipped") from None
 
 
+def registered_deployment(root: Root, url: str) -> tuple[str, str] | None:
+    """(deployment, when registered) of this root's registration for ``url``, None when there
+    is none (or it cannot be read: ``register`` then writes it anew)."""
+    url = normal_url(url)
+    old = _load(slot_path(root, url))
+    if isinstance(old, dict) and old.get("target") == url and isinstance(old.get("deployment"), str):
+        return old["deployment"], str(old.get("registered") or "")
+    return None
+
+
 def forget(root: Root, url: str) -> list[Path]:
     """Remove the registration of ``url``, its positions and gap records; the files removed."""
     removed: list[Path] = []
