@@ -470,6 +470,27 @@ def test_a_price_table_with_every_field(root):
     assert models[HAIKU]["cost_usd"] is None and models[HAIKU]["unpriced"] == 1  # no longer priced
 
 
+def test_prices_from_a_file_price_a_root_without_them_as_its_own_config_would(tmp_path):
+    """--prices FILE: a remote root has no config.toml; its calls are priced from the file."""
+    priced, bare = tmp_path / "priced", tmp_path / "bare"
+    small_root(priced)
+    small_root(bare)
+    (priced / ".wardrik" / "config.toml").write_text(PRICES_TOML)
+    (bare / ".wardrik" / "config.toml").unlink(missing_ok=True)
+    want = stats_json(priced, "--by", "model")
+    assert any(r["cost_usd"] for r in want["groups"])  # the file prices something here
+    assert stats_json(bare, "--by", "model") != want
+    got = stats_json(bare, "--by", "model", "--prices", str(priced / ".wardrik" / "config.toml"))
+    assert got == want
+    assert stats_json(bare, "--by", "model") != want  # the priced count's checkpoint is not reused
+    (tmp_path / "none.toml").write_text('deployment = "x"\n')
+    for bad, says in ((tmp_path / "none.toml", "has no [prices] tables"), (tmp_path / "gone.toml", "cannot read"),
+                      (tmp_path, "cannot read")):
+        p = run_cli("stats", "--prices", str(bad), root=bare)
+        err = p.stderr.decode()
+        assert p.returncode == 2 and err.count("error:") == 1 and says in err and p.stdout == b"", err
+
+
 # ---------------------------------------------------------------------------------------
 # the bounded parts
 # ---------------------------------------------------------------------------------------

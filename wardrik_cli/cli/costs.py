@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,9 @@ from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all, refuse_root_file
 from wardrik_cli.cli.options import Patterns, Run, SkipCorrupt, Since, Until
+
+if TYPE_CHECKING:
+    from wardrik_cli.folding.stats import Prices
 
 
 class By(str, Enum):  # noqa: UP042 - as output.Format: a StrEnum's members format differently
@@ -38,6 +41,10 @@ ByOpt = Annotated[By, typer.Option(
 StatsFormatOpt = Annotated[StatsFormat | None, typer.Option(
     "--format", "-o", "-F", metavar="FORMAT", case_sensitive=False,
     help="pretty (Rich, default on a terminal), json (default otherwise), jsonl (a group a line) or csv.")]
+PricesOpt = Annotated[Path | None, typer.Option(
+    "--prices", metavar="FILE", show_default=False,
+    help="Price model calls from this TOML file's [prices] tables (a root's config.toml will do) "
+         "instead of the root's: for a remote root (s3://, file://), which has no config.")]
 
 
 @app.command(rich_help_panel="Review")
@@ -47,6 +54,7 @@ def stats(
     since: Since = None,
     until: Until = None,
     skip_corrupt: SkipCorrupt = False,
+    prices_file: PricesOpt = None,
     fmt: StatsFormatOpt = None,
 ) -> None:
     """Count calls, failures, durations, tokens and cost per agent, run, model, tool or type.
@@ -65,7 +73,8 @@ def stats(
     unless every model call in it has one (never a guess). Percentiles are nearest-rank,
     exact up to 4,096 calls a group, then within 0.5%. Without --since/--until, each log's
     counts are kept in .wardrik/checkpoints/ (on a writable root; discarded when the log no
-    longer matches them), so the next stats reads only what was appended since.
+    longer matches them), so the next stats reads only what was appended since. --prices
+    FILE takes the prices from another file (a remote root has no config.toml).
 
     Examples:
 
@@ -82,7 +91,7 @@ def stats(
     inv = current()
     filters = build_filters(since=since, until=until)
     logs = resolve_logs(inv.root, patterns_or_all(patterns))
-    prices = load_prices(inv.root)
+    prices = load_prices(inv.root) if prices_file is None else _prices_from(prices_file)
     result = count_stats(logs, by.value, deployment=inv.deployment(), since=filters.since, until=filters.until,
                          prices=prices, on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn)
     for log, n in sorted(result.dropped.items()):
@@ -108,6 +117,26 @@ def stats(
         from wardrik_cli.cli.output import Format, emit
 
         emit(Format(shown), pretty=lambda: None, jsonl=result.rows, json=result.to_json())
+
+
+def _prices_from(path: Path) -> Prices:
+    """The ``[prices."provider:name"]`` tables of a TOML file a user names (``--prices``);
+    ``BadConfig`` (exit 2) names the file when it cannot be read, is not TOML or has none."""
+    import tomllib
+
+    from wardrik_cli.cli.inputs import read_arg_bytes
+    from wardrik_cli.errors import BadConfig
+    from wardrik_cli.folding.stats import parse_prices
+
+    raw = read_arg_bytes("@" + str(path), "--prices")
+    try:
+        table = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+        raise BadConfig(f"--prices {str(path)!r}: not valid TOML: {e}") from None
+    if "prices" not in table:
+        raise BadConfig(f"--prices {str(path)!r} has no [prices] tables, e.g. "
+                        '[prices."anthropic:claude-haiku-4-5"] input_per_mtok = 1.0, output_per_mtok = 5.0')
+    return parse_prices(table["prices"], f"--prices {str(path)!r}")
 
 
 def _csv(by: str, rows: list[dict[str, Any]], *, terminal: bool = False) -> bytes:
