@@ -443,6 +443,19 @@ def test_remote_compact_of_every_segment_keeps_the_sequence(tmp_path, target):
     assert evs[0]["type"] == DROPPED and evs[0]["data"]["count"] == 20 and evs[1]["sequence"] == "000000000021"
 
 
+def test_an_idle_log_whose_segments_remote_retention_deleted_is_not_held_back_here(tmp_path, target):
+    """After the store's sweep deleted every segment of a log that gets nothing new, the next
+    ship still records where the store holds it to (its watermark): local retention goes on."""
+    r = make_root(tmp_path)
+    write_spread(r / "old.jsonl", events=20, days=10, end_ns=time.time_ns() - 60 * DAY, log_id="old", pad=20)
+    ship(r, target.url)
+    assert run_cli("--root", target.url, "compact", "--retention", "30d", "-q").returncode == 0
+    assert segments(target, "old") == []
+    assert ship(r, target.url)["events"] == 0  # nothing new: the store's position is found, nothing sent
+    row = compact(r, "--retention", "30d")["old"]
+    assert row["dropped"] == 20 and "held_back" not in row, row
+
+
 def test_remote_compact_bad_input(tmp_path, target):
     for args in (["--max-ship-lag", "1d", "--retention", "1d"], ["--max-bytes", "1M", "--retention", "1d"], []):
         p = run_cli("--root", target.url, "compact", *args)

@@ -584,6 +584,12 @@ class Shipper:
     def _ship_from(self, src: Source, ident: str, view: LogView, pos: int, row: LogShipped) -> None:
         off = view.offset_after_seq(pos)
         row.through = pos
+        if pos > 0 and self.cache.get(ident) is None:
+            # the store's position, though no segment of ours ends there (remote retention
+            # deleted them, its watermark says where the log goes on): local compaction reads
+            # it, and without it held back every event of an idle log for good. No key: the
+            # next ship asks the store again
+            self.cache.put(ident, last=pos, key="", owner=self.root_id, tail=None)
         while off < view.end and not self.stop():
             seg = build_segment(view, off, self.segment_max)
             if seg.first <= pos:
