@@ -468,6 +468,29 @@ def test_a_segment_whose_bytes_do_not_match_its_sha256_is_reported_not_pulled(tm
     assert (out / "acme/billing.jsonl").read_bytes() == (r / "acme/billing.jsonl").read_bytes()
 
 
+def test_a_segment_missing_a_middle_line_with_its_hash_made_anew_is_not_pulled(tmp_path):
+    """Its first and last sequences and its sha256 agree with its metadata; one line per
+    sequence does not (remote reads refused it; pull wrote it, and check found the gap)."""
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = make_root(tmp_path)
+    assert ship(r, share.url).returncode == 0
+    bad = next(k for k in share.segments() if "log=solo" in k)
+    lines = (share.path / bad).read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3
+    holed = lines[0] + lines[2]
+    (share.path / bad).write_bytes(holed)
+    meta = orjson.loads((share.path / (bad + ".meta")).read_bytes())
+    meta["sha256"] = hashlib.sha256(holed).hexdigest()
+    (share.path / (bad + ".meta")).write_bytes(orjson.dumps(meta))
+    out = tmp_path / "evidence"
+    p = run_cli("pull", share.url, "--into", out, "-o", "json")
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.count("error:") == 1 and "one whole line per sequence" in err and bad in err, err
+    assert not (out / "solo.jsonl").exists() or (out / "solo.jsonl").read_bytes() == b""
+    assert run_cli("--root", out, "check").returncode == 1  # the root says it is not whole
+    assert run_cli("--root", share.url, "page", "solo").returncode == 1  # as remote reads say
+
+
 def test_pull_into_a_folder_that_is_not_empty(tmp_path, target):
     r = make_root(tmp_path)
     assert ship(r, target.url).returncode == 0

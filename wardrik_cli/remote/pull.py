@@ -130,8 +130,9 @@ def check_segment(where: str, data: bytes, first: int, last: int, sha: str, day:
     got = hashlib.sha256(data).hexdigest()
     if got != sha:
         raise BadSegment(f"{where}: its bytes do not match its sha256 (metadata {sha}, bytes {got}): not pulled")
-    if not data.endswith(b"\n"):
-        raise BadSegment(f"{where}: does not end with a whole line: not pulled")
+    if not data.endswith(b"\n") or data.count(b"\n") != last - first + 1:
+        # a line taken out (its hash made anew) leaves first and last as they were
+        raise BadSegment(f"{where}: does not hold one whole line per sequence {first} to {last}: not pulled")
     try:
         s0, t0 = _line_seq_time(data[:data.index(b"\n")])
         s1, t1 = _line_seq_time(data[data.rfind(b"\n", 0, len(data) - 1) + 1:-1])
