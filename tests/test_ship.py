@@ -416,7 +416,7 @@ def test_follow_retries_an_unreachable_endpoint(tmp_path):
 # bad input and a bad store
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("url", ["http://example.com/x", "ftp://h/p", "s3:///no-bucket", "/tmp/plain/path",
-                                 "file://host/share", "s3"])
+                                 "file://host/share", "s3", "s3://ledgers/a\x01b", "s3://ledgers/a\x7fb"])
 def test_a_target_that_is_not_s3_or_file_is_refused(tmp_path, url):
     r = make_root(tmp_path)
     p = run_cli("ship", url, root=r)
@@ -424,6 +424,21 @@ def test_a_target_that_is_not_s3_or_file_is_refused(tmp_path, url):
     assert not (r / ".wardrik/ship").exists()
     p = run_cli("pull", url, "--into", tmp_path / "out")
     assert p.returncode == 2 and p.stderr.startswith(b"error: ")
+
+
+def test_one_place_spelled_several_ways_is_one_registration(tmp_path):
+    """The store takes s3://b//p/ and S3://b/p as s3://b/p: so does the registration that holds
+    back local compaction, and --forget of any spelling ends it."""
+    from wardrik_cli.store.ship_slots import normal_url
+
+    assert {normal_url(u) for u in ("s3://b/p", "s3://b/p/", "S3://b//p", "s3://b/p//")} == {"s3://b/p"}
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = make_root(tmp_path)
+    for url in (share.url, share.url + "/", share.url.replace("file:///", "file:////") + "//"):
+        assert ship(r, url).returncode == 0
+    assert len(list((r / ".wardrik/ship").glob("*.slot.json"))) == 1
+    run_cli("ship", "--forget", share.url + "/", root=r, check=True)
+    assert list((r / ".wardrik/ship").glob("*.slot.json")) == []
 
 
 def test_an_unreachable_endpoint_is_one_error_line(tmp_path):

@@ -285,7 +285,7 @@ class PositionCache:
         self.dirty = False
         try:
             d = orjson.loads(root.read_state(self.path, ship_slots.MAX_BYTES) or b"null")
-            if isinstance(d, dict) and d.get("target") == target and isinstance(d.get("logs"), dict):
+            if isinstance(d, dict) and d.get("target") == self.target and isinstance(d.get("logs"), dict):
                 self.logs = {k: v for k, v in d["logs"].items() if isinstance(v, dict)}
         except (OSError, ValueError):
             pass  # missing or damaged: the store says where to go on

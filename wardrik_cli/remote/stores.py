@@ -149,6 +149,9 @@ def open_store(url: str, env: Mapping[str, str]) -> Store:
             # the S3 client refuses such a key before any request (it read as "no answer")
             raise BadInput(f"{url!r} is not a target: its prefix has an empty, . or .. part; "
                            "use s3://BUCKET/PREFIX, e.g. s3://ledgers/prod")
+        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in parts.netloc + prefix):
+            raise BadInput(f"{url!r} is not a target: it has a control character; "
+                           "use s3://BUCKET/PREFIX, e.g. s3://ledgers/prod")
         return S3Store(url, parts.netloc, prefix, env)
     if parts is not None and parts.scheme == "file" and parts.netloc in ("", "localhost") \
             and parts.path.startswith("/"):

@@ -69,9 +69,17 @@ _TMP_NAME = re.compile(r"\.(.+)\.[0-9]+-[0-9a-f]{8}\.tmp")
 
 
 def normal_url(url: str) -> str:
-    """``s3://b/p/`` and ``s3://b/p`` are one target (``file:///`` stays as it is)."""
-    u = url.rstrip("/")
-    return u if "://" in u and u.split("://", 1)[1] else url
+    """One spelling per place a target names: ``S3://b//p/`` is ``s3://b/p``, ``file:///a//b/``
+    is ``file:///a/b`` (the store's client takes them as one, so they are one registration;
+    ``file:///`` stays as it is). Anything else is returned as given."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("s3", "file"):
+        return url
+    host, _, path = rest.partition("/")
+    parts = [p for p in path.split("/") if p]
+    if scheme.lower() == "s3":
+        return f"s3://{host}" + "".join("/" + p for p in parts)
+    return f"file://{host}/" + "/".join(parts)
 
 
 def target_key(url: str) -> str:
