@@ -197,6 +197,23 @@ def test_objects_planted_in_a_bucket_are_said_and_never_block_a_read(tmp_path, b
     assert sorted(x.name for x in (tmp_path / "ev").rglob("*.jsonl")) == ["a.jsonl", "b.jsonl"]
 
 
+def test_a_key_the_s3_client_cannot_list_past_is_named_and_blocks_only_its_log(tmp_path, bucket):
+    """S3 takes a key with a '..' part; the client refuses to list past it. Before, that read as
+    an unreachable store: ship shipped nothing after it and --follow backed off for ever."""
+    r = shipped(tmp_path, bucket.url)
+    bad = "fleet/v1/deployment=local/kind=agents/log=acme~a/day=2026-12-01/../x.jsonl"
+    bucket.put(bad, b"x", {})
+    shutil.rmtree(r / ".wardrik/ship")  # no positions cache: ship lists each log's keys
+    run_cli("append", "acme/b", "run.started", "--data", "{}", root=r, check=True)
+    p = run_cli("ship", bucket.url, "-o", "json", root=r)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.count("error:") == 1 and bad in err and "cannot reach" not in err, err
+    rows = {row["log"]: row for row in orjson.loads(p.stdout)["logs"]}
+    assert "error" in rows["acme/a"] and rows["acme/b"]["events"] == 1  # the other log still ships
+    for args in (["--root", bucket.url, "page", "acme/*"], ["pull", bucket.url, "--into", str(tmp_path / "ev")]):
+        one_error(run_cli(*args), bad)
+
+
 def test_ship_never_writes_through_a_link_planted_in_a_folder_store(tmp_path):
     """A ``log=...`` folder planted as a link to elsewhere: ship wrote the segment there (mkdir
     and link by path), recorded it as stored, and compact then dropped the only copy. Now ship

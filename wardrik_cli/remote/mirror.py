@@ -67,7 +67,7 @@ from wardrik_cli.protocol.names import (
     AUDIT_NAME, has_wildcards, is_deployment, pattern_regex, validate_deployment, validate_pattern,
 )
 from wardrik_cli.remote import gaps, keys
-from wardrik_cli.remote.stores import FolderStore, Meta, S3Store, Store
+from wardrik_cli.remote.stores import FolderStore, Meta, S3Store, Store, bad_key
 from wardrik_cli.store import lines
 from wardrik_cli.store.fsutil import write_all, write_atomic
 from wardrik_cli.store.layout import Root
@@ -127,6 +127,8 @@ def store_deployments(store: Store) -> list[str]:
     if isinstance(store, S3Store):
         try:
             got = store.obs.list_with_delimiter(store.s3, base)
+        except store.obs.exceptions.InvalidPathError as e:
+            raise bad_key(store.url, store.bucket, e) from None
         except Exception as e:  # noqa: BLE001 - obstore raises several kinds: each becomes one line
             raise store._fail(e, f"listing {base}") from None
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in got["common_prefixes"]]

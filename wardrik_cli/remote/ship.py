@@ -59,7 +59,7 @@ from wardrik_cli.errors import BadInput, CorruptLedger, Failure, NoSuchLog, NotR
 from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards
 from wardrik_cli.remote import gaps as remote_gaps
 from wardrik_cli.remote import keys
-from wardrik_cli.remote.stores import Meta, Store
+from wardrik_cli.remote.stores import BadKey, Meta, Store
 from wardrik_cli.store import lines, ship_slots
 from wardrik_cli.store.fsutil import fsync_dir, read_capped, write_all, write_atomic
 from wardrik_cli.store.layout import Root
@@ -390,7 +390,9 @@ class Shipper:
                     continue
                 try:
                     self._ship_log(src, ident, row)
-                except (LogRefused, CorruptLedger, NotRegular) as e:
+                except (LogRefused, CorruptLedger, NotRegular, BadKey) as e:
+                    # BadKey: a listing of this log's keys met one the client cannot take;
+                    # the other logs' listings do not meet it
                     row.error = str(e)
                     if isinstance(e, LogRefused) and "two roots" in str(e):
                         self.refused[ident] = str(e)

@@ -67,6 +67,20 @@ class Refused(Failure):
     small object that is not small): never followed nor read whole."""
 
 
+class BadKey(Refused):
+    """A listing met an object whose key the S3 client cannot take (a ``..``, ``.``, empty or
+    control-character part: S3 allows them, other tools write them): it cannot list around
+    it, so the listing fails, naming the key."""
+
+
+def bad_key(url: str, bucket: str, e: Exception) -> BadKey:
+    m = re.search(r'parsing Path "([^"]*)"', str(e))
+    key = m.group(1) if m else "?"
+    return BadKey(f"{url}: the store holds an object whose key the S3 client cannot list past, {key!r} (an empty, "
+                  f"'.', '..' or control-character part): nothing wardrik writes; remove it (e.g. `aws s3 rm "
+                  f"'s3://{bucket}/{key}'`)")
+
+
 class Meta:
     """A segment's metadata."""
 
@@ -254,6 +268,8 @@ class S3Store(Store):
             for batch in self.obs.list(self.s3, prefix, chunk_size=1000):
                 for item in batch:
                     yield item["path"]
+        except self.obs.exceptions.InvalidPathError as e:
+            raise bad_key(self.url, self.bucket, e) from None
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, f"listing {prefix}") from None
 
