@@ -111,15 +111,16 @@ def write_json(obj: Any, *, indent: bool = True) -> None:
 
 
 def write_events_json(raws: Iterable[bytes], next_cursor_fn: Callable[[], str]) -> None:
-    """``{"events": [...], "next": "..."}`` streamed: stored lines go in as they are read."""
+    """``{"events": [...], "next": "..."}`` streamed: stored lines go in as they are read. The
+    document starts with its first event (or at the end): a read that fails before any event
+    (a corrupt line) prints nothing, not half a document."""
     with Batch() as b:
-        b.write(b'{"events": [')
         first = True
         for raw in raws:
-            b.write(b"\n  " if first else b",\n  ")
+            b.write(b'{"events": [\n  ' if first else b",\n  ")
             b.write(raw)
             first = False
-        b.write(b"\n], " if not first else b"], ")
+        b.write(b"\n], " if not first else b'{"events": [], ')
         b.write(b'"next": ' + orjson.dumps(next_cursor_fn()) + b"}\n")
 
 

@@ -17,6 +17,8 @@ Contract kept here:
   last batch is as much as what is held (and at least ``EMIT``), and at the end. The cost per
   entry is its share of one sort; the cost per span is a heap step.
 - The consumer may stop at any entry: what was filled and not taken is dropped.
+- A ``fill`` that raises (a corrupt line) first lets out every entry held below the frontier
+  (what the merge would have emitted before that source's next entry), then the error.
 """
 from __future__ import annotations
 
@@ -66,7 +68,20 @@ def merge_batches(sources: list[Source], fill: Callable[[Source], list[Entry]]) 
                 batch = held[:i]
                 del held[:i]
                 yield batch
-        got = fill(s)
+        try:
+            got = fill(s)
+        except Exception:
+            # what no source can come before any more is shown, then the error (a corrupt
+            # line): the events before it in merge order are read, as in one log. This
+            # source's next entry comes after its last one; another's at its low or later.
+            held.sort()
+            bound: tuple[Any, ...] = (low, name, s.seq + 1)
+            for other_low, other_name, _ in heap[1:]:
+                bound = min(bound, (other_low, other_name))
+            i = bisect_left(held, bound)
+            if i:
+                yield held[:i]
+            raise
         if got:
             held += got
             fresh += len(got)

@@ -430,27 +430,34 @@ class Reader:
             accepts, on_gap = self.judge(name, pending)
             batch: list[Entry] = []
             on_repeat = repeat_reporter(name, self.warn)
-            while True:
-                for line in scan(view, start, view.end, test=test, after_seq=pos, until=self.scan_until(name),
-                                 on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=exact, block=self.block,
-                                 on_repeat=on_repeat):
-                    if pending:  # events dropped at their source just before this line
-                        for g in pending:
-                            raw, notice = self.gap_notice(name, g, line.time)
-                            batch.append((line.time, name, g.last, raw, notice))
-                        pending.clear()
-                    ev = line.event
-                    if ev is None or (accepts is not None and not accepts(ev)):
-                        batch.append((line.time, name, line.seq, None, None))
-                    else:
-                        batch.append((line.time, name, line.seq, line.raw, ev))
-                    start, pos, exact = line.end, line.seq, True
-                    if len(batch) >= SINGLE_BATCH:
-                        yield batch
-                        batch = []
-                if not self.read_on(name, view, start):
-                    break
-                accepts = self.accepts_of(name)  # read on past --until: each event judged by its time
+            try:
+                while True:
+                    for line in scan(view, start, view.end, test=test, after_seq=pos, until=self.scan_until(name),
+                                     on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=exact,
+                                     block=self.block, on_repeat=on_repeat):
+                        if pending:  # events dropped at their source just before this line
+                            for g in pending:
+                                raw, notice = self.gap_notice(name, g, line.time)
+                                batch.append((line.time, name, g.last, raw, notice))
+                            pending.clear()
+                        ev = line.event
+                        if ev is None or (accepts is not None and not accepts(ev)):
+                            batch.append((line.time, name, line.seq, None, None))
+                        else:
+                            batch.append((line.time, name, line.seq, line.raw, ev))
+                        start, pos, exact = line.end, line.seq, True
+                        if len(batch) >= SINGLE_BATCH:
+                            yield batch
+                            batch = []
+                    if not self.read_on(name, view, start):
+                        break
+                    accepts = self.accepts_of(name)  # read on past --until: each event judged by its time
+            except CorruptLedger:
+                # the events before the corrupt line are shown first; a page that stops at its
+                # limit before the line never meets the error (the consumer stops taking)
+                if batch:
+                    yield batch
+                raise
             if batch:
                 yield batch
             return
@@ -466,8 +473,9 @@ class Reader:
             if low is not None:
                 # A log's gap and repeat reporters are made when it first meets one (see fill):
                 # over tens of thousands of logs, two closures each outweighed the read.
-                # state: [view, gap reporter, read size, recorded gaps met, repeat reporter]
-                sources.append(Source(log.name, start, pos, exact, low, [view, None, self.block, [], None]))
+                # state: [view, gap reporter, read size, recorded gaps met, repeat reporter,
+                #         a corrupt line met after entries this span returned: raised next]
+                sources.append(Source(log.name, start, pos, exact, low, [view, None, self.block, [], None, None]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -494,7 +502,9 @@ class Reader:
 
         def fill(src: Source) -> list[Entry]:
             state = src.state
-            view, _, read, pending, _ = state
+            view, _, read, pending, _, failed = state
+            if failed is not None:
+                raise failed
             view.reacquire()
             name = src.name
             accepts, until = self.accepts_of(name), self.scan_until(name)  # a log read past --until: each judged
@@ -515,31 +525,37 @@ class Reader:
             kept = 0
             first = src.offset
             on_gap, on_repeat = reporters(src)
-            for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
-                for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
-                                 on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
-                                 block=read, once=once, on_repeat=on_repeat):
-                    ev = line.event
-                    t = line.time  # keyed(), inlined: never below the log's last key
-                    if t < src.high:
-                        t = src.high
-                    else:
-                        src.high = t
-                    if pending:  # events dropped at their source just before this line
-                        for g in pending:
-                            out.append((t, name, g.last, *self.gap_notice(name, g, line.time)))
-                        pending.clear()
-                    if ev is None or (accepts is not None and not accepts(ev)):
-                        out.append((t, name, line.seq, None, None))
-                    else:
-                        raw = line.raw
-                        out.append((t, name, line.seq, raw, None))  # bytes, not dicts, wait in a merge
-                        kept += len(raw)
-                    src.offset, src.seq, src.exact = line.end, line.seq, True
-                    if not once or kept >= hold:
+            try:
+                for once in (True, False):  # a span; else (all of it passed over) on to the next line kept
+                    for line in scan(view, src.offset, view.end, test=test, after_seq=src.seq, until=until,
+                                     on_corrupt=self.on_corrupt, on_gap=on_gap, gap_from_start=src.exact,
+                                     block=read, once=once, on_repeat=on_repeat):
+                        ev = line.event
+                        t = line.time  # keyed(), inlined: never below the log's last key
+                        if t < src.high:
+                            t = src.high
+                        else:
+                            src.high = t
+                        if pending:  # events dropped at their source just before this line
+                            for g in pending:
+                                out.append((t, name, g.last, *self.gap_notice(name, g, line.time)))
+                            pending.clear()
+                        if ev is None or (accepts is not None and not accepts(ev)):
+                            out.append((t, name, line.seq, None, None))
+                        else:
+                            raw = line.raw
+                            out.append((t, name, line.seq, raw, None))  # bytes, not dicts, wait in a merge
+                            kept += len(raw)
+                        src.offset, src.seq, src.exact = line.end, line.seq, True
+                        if not once or kept >= hold:
+                            break
+                    if out or view.fd is None:
                         break
-                if out or view.fd is None:
-                    break
+            except CorruptLedger as e:
+                if not out:
+                    raise
+                state[5] = e  # the entries before the line go into the merge first; the error next
+                return out
             # The next read: what this span kept per byte read says how far a span may go
             # before it holds ``hold`` bytes (a rare match: a long read, passed over in C).
             state[2] = max(hold, min(longest, (src.offset - first) * hold // kept)) if kept else longest
