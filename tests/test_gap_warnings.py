@@ -52,6 +52,26 @@ def test_fold_and_activity_warn_of_a_gap_each_time(gapped, args):
         assert p.returncode == 0 and p.stderr.count(WARNING) == 1, p.stderr
 
 
+@pytest.mark.parametrize("args", [["fold", "a"], ["fold", "a", "--view", "usage"], ["fold", "a", "--view", "timeline"],
+                                  ["activity", "-o", "json"], ["export", "otlp", "a", "-o", "{out}"],
+                                  ["page", "a", "--all"], ["stats", "a"]])
+def test_a_start_deleted_by_hand_is_a_gap_every_reader_tells(tmp_path, args):
+    """Sequences 1..3 gone with no compaction record (an evidence copy without .wardrik/, a
+    hand edit): page and stats warned; fold, activity and export otlp said nothing."""
+    root = tmp_path / "r"
+    run_cli("append", "a", "run.started", root=root, check=True)
+    for i in range(5):
+        run_cli("append", "a", "trigger.fired", "--data", orjson.dumps({"trigger": {"name": f"t{i}"}}).decode(),
+                "--no-sync", root=root, check=True)
+    path = root / "a.jsonl"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[3:]))
+    args = [x.format(out=tmp_path / "spans.json") for x in args]
+    for _ in range(2):  # no checkpoint is saved past it: told again
+        p = run_cli(*args, root=root)
+        assert p.returncode == 0 and p.stderr.count(b"warning: a: sequences 1..3 are missing (3 events)") == 1, \
+            p.stderr
+
+
 def test_where_compares_the_sequence_as_a_number(gapped):
     def seqs(*where):
         p = run_cli("page", "a", "--all", *(x for w in where for x in ("--where", w)), root=gapped)

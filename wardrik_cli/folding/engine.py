@@ -175,7 +175,8 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
                 end = bound
         scan = Scan(tgt, lv, view, vname, on_corrupt, keep=_keep(since, select) if selected else None,
                     on_repeat=repeat_reporter(tgt.label, warn), on_gap=_gap_teller(tgt, warn),
-                    exact=ck is not None and since is None)
+                    exact=ck is not None and since is None,
+                    from_missing_start=ck is None and since is None and _missing_start(lv))
         state, through = scan.run(state, through, start, end, at)
         res = FoldResult(tgt.label, vname, through, state, WARDRIK, ck.seq if ck else None,
                          events_read=scan.events)
@@ -190,6 +191,12 @@ def fold_target(tgt: Target, view: Any, spec: str, *, at: int | None = None, on_
                                             state_json)
         res.state = _finish(view, vname, tgt, state, through)
         return res
+
+
+def _missing_start(lv: LogView) -> bool:
+    from wardrik_cli.read.reader import missing_start
+
+    return lv.fd is not None and missing_start(lv)
 
 
 def _gap_teller(tgt: Target, warn: Callable[[str], None] | None) -> OnGap | None:
@@ -392,8 +399,11 @@ class Scan:
 
     def __init__(self, tgt: Target, lv: LogView, view: Any, vname: str, on_corrupt: OnCorrupt,
                  keep: Callable[[dict[str, Any]], bool] | None = None, on_repeat: OnRepeat | None = None,
-                 on_gap: OnGap | None = None, exact: bool = False):
+                 on_gap: OnGap | None = None, exact: bool = False, from_missing_start: bool = False):
         self.tgt, self.lv, self.view, self.vname, self.on_corrupt = tgt, lv, view, vname, on_corrupt
+        # read from the start of a log that starts after sequence 1 with no compaction record:
+        # its missing first events are a gap, told as any other
+        self.from_missing_start = from_missing_start
         self.on_repeat = on_repeat
         self.gaps = 0  # sequence gaps met (a damaged log): told, and no checkpoint is saved past one
         self._on_gap, self.exact = on_gap, exact
@@ -418,7 +428,7 @@ class Scan:
 
         for line in scan(self.lv, start, end, wanted=wanted, at=at, decode=self._decode, on_repeat=self.on_repeat,
                          on_gap=on_gap, after_seq=through if self.exact else 0,
-                         gap_from_start=self.exact and through > 0):
+                         gap_from_start=(self.exact and through > 0) or self.from_missing_start):
             event = line.event
             if event is not None and (types is None or event["type"] in types):
                 try:

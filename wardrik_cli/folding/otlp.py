@@ -73,7 +73,7 @@ from wardrik_cli.folding.deep import DEPTH, clip
 from wardrik_cli.protocol.catalogue import PREFIX, dig, is_cost
 from wardrik_cli.protocol.cursor import Cursor
 from wardrik_cli.read.filters import Filters, parse_run
-from wardrik_cli.read.reader import check_position, gap_warning
+from wardrik_cli.read.reader import check_position, gap_warning, missing_start
 from wardrik_cli.read.scan import scan
 from wardrik_cli.store import lines
 from wardrik_cli.store.log import Log, LogView, decode_event, peek
@@ -849,7 +849,7 @@ def export(logs: Iterable[Log], after: Cursor | None, send: Callable[[Mapping[st
                 last = pos
                 for line in scan(view, view.offset_after_seq(start), view.end, test=test, after_seq=start,
                                  decode=_decoder(view, on_corrupt), on_gap=on_gap,
-                                 gap_from_start=start >= view.first_seq() - 1):
+                                 gap_from_start=start >= view.first_seq() - 1 or (start == 0 and missing_start(view))):
                     last = line.seq
                     ev = line.event
                     if ev is None or (accepts is not None and not accepts(ev)):

@@ -958,9 +958,15 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                     start, pos, exact = ck.offset, ck.seq, True
                 except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                     c, ck = Counter(by, prices), None  # not this code's form: counted from scratch
-            _accepts, on_gap = reader.judge(name)
-            skipped = 0
+            _accepts, tell_gap = reader.judge(name)
+            skipped = gaps = 0
             told_reader = reader.on_corrupt
+
+            def on_gap(before: int, after: int, tell: Any = tell_gap) -> None:
+                nonlocal gaps
+                gaps += 1  # no checkpoint past a gap: the next count reads it again, and says so again
+                if tell is not None:
+                    tell(before, after)
 
             def told(e: CorruptLedger, tell: Any = told_reader) -> None:
                 nonlocal skipped
@@ -978,7 +984,7 @@ def stats(logs: list[Log], by: str, *, deployment: str, since: str | None = None
                     break
             if last is not None:
                 last_raw, last_seq, last_end = last[1], last[2], last[5]
-            if (keep and skipped == 0 and last is not None and last_seq > (ck.seq if ck else 0)
+            if (keep and skipped == 0 and gaps == 0 and last is not None and last_seq > (ck.seq if ck else 0)
                     and log.root.path.is_dir()):
                 try:
                     state = orjson.dumps(c.dump())
