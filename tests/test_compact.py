@@ -196,6 +196,32 @@ def test_torn_tail_is_cut_and_kept(cli, root):
     assert cli("check").returncode == 0
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a log another owner: needs root (CI runs as root)")
+def test_a_sweep_as_root_keeps_each_logs_owner_and_mode_and_its_kept_bytes_private(cli, root):
+    """Before, the new file was root's and 0644: cron's sweep (as root) locked the agents out
+    of their logs (their next append: permission denied) and made private logs readable."""
+    spread(root, events=100)
+    path = root / "acme/big.jsonl"
+    with open(path, "ab") as f:
+        f.write(b'{"specversion":"1.0","id":"half')
+    os.chown(path, 33, 44)
+    os.chmod(path, 0o640)
+    before = path.stat().st_ino
+    assert compact_json(cli, "--retention", "10d")["logs"][0]["dropped"] >= 85
+    st = path.stat()
+    assert st.st_ino != before  # replaced, not rewritten in place
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (33, 44, 0o640)
+    [kept] = list((root / "acme").glob("big.jsonl.torn-*"))
+    assert kept.stat().st_mode & 0o077 == 0o040  # no more than the log: group read, nothing for others
+    with open(path, "ab") as f:  # appended by hand while torn bytes are kept: the in-place cut keeps them private
+        f.write(b'{"half')
+    os.chmod(path, 0o600)
+    run_cli("append", "acme/big", "run.started", root=root, check=True)
+    for k in (root / "acme").glob("big.jsonl.torn-*"):
+        assert k.stat().st_mode & 0o077 in (0, 0o040), oct(k.stat().st_mode)
+    assert path.stat().st_mode & 0o7777 == 0o600
+
+
 def test_torn_tail_cut_even_when_nothing_is_old(cli, root):
     spread(root, events=10, days=1)
     path = root / "acme/big.jsonl"

@@ -76,6 +76,8 @@ def test_help_ends_with_examples_that_parse(path, cmd):
     for ex in examples:
         words = shlex.split(ex.replace("$(", "").replace(")", "") if ex.startswith("cur=") else ex)
         # `0 * * * * wardrik ...` (cron) or `cur=$(wardrik ...)`: from the word wardrik on, up to a pipe
+        # (cron's line names the executable by its path: /path/to/.venv/bin/wardrik)
+        words = ["wardrik" if w.endswith("/bin/wardrik") else w for w in words]
         words = words[words.index("wardrik") + 1:] if "wardrik" in words else words[words.index("cur=wardrik") + 1:]
         if "|" in words:
             words = words[:words.index("|")]

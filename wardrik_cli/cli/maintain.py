@@ -178,7 +178,7 @@ def compact(
 
     Examples:
 
-      0 * * * *  wardrik --root /var/lib/wardrik compact -q
+      0 * * * *  /path/to/.venv/bin/wardrik --root /var/lib/wardrik compact -q
 
       wardrik compact --retention 7d --dry-run
 

@@ -142,7 +142,7 @@ def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn:
     torn = os.pread(fd, size - end, end)
     keep = path.with_name(f"{path.name}.torn-{end}-{time.time_ns()}")
     try:
-        write_new(keep, torn, durable=True)
+        write_new(keep, torn, durable=True, like=os.fstat(fd))
     except OSError as e:
         try:
             keep.unlink()

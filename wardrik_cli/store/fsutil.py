@@ -176,19 +176,41 @@ def link_new(path: Path, data: bytes, mode: int) -> bool:
             pass
 
 
-def write_new(path: Path, data: bytes, *, durable: bool = False) -> None:
+def same_access(fd: int, like: os.stat_result, *, owner: bool) -> None:
+    """Give the file open at ``fd`` the permission bits of ``like`` (the log it replaces, or
+    whose bytes it keeps): a log made private stays private, and its bytes kept beside it
+    too. ``owner``: its owner and group as well (a sweep run as root makes the file a log's
+    appenders go on writing), ``PermissionError`` when they cannot be given; without it, they
+    are given when they can be (kept bytes: who may read them is what matters)."""
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) != (like.st_uid, like.st_gid):
+        try:
+            os.fchown(fd, like.st_uid, like.st_gid)
+        except PermissionError:
+            if owner:
+                raise
+    mode = stat.S_IMODE(like.st_mode) & 0o777
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.fchmod(fd, mode)
+
+
+def write_new(path: Path, data: bytes, *, durable: bool = False, like: os.stat_result | None = None) -> None:
     """Create ``path`` holding ``data``, with ``O_EXCL|O_NOFOLLOW``: a file or symlink planted
     at its name is never written through (a stale one is unlinked, the link itself, and the
     create tried once more). ``durable``: the file and its directory entry are fsynced before
     it returns (bytes kept beside a log, records); else not synced (a batch syncs at once).
-    OSError propagates after the file is removed."""
+    ``like``: the file gets that file's access (``same_access``; bytes kept beside a log get
+    the log's), else 0644 less the umask. OSError propagates after the file is removed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    mode = 0o644 if like is None else 0o600  # never readable by more than the log, even for an instant
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, mode)
     except FileExistsError:
         os.unlink(path)  # left by a writer that died, or planted: never followed
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, mode)
     try:
+        if like is not None:
+            same_access(fd, like, owner=False)
         write_all(fd, data)
         if durable:
             os.fsync(fd)

@@ -58,7 +58,8 @@ import orjson
 
 from wardrik_cli.errors import Failure, NotRegular, WardrikError
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, state_dirs, sync_files, write_atomic, write_new
+from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, same_access, state_dirs, sync_files, write_atomic,
+                                      write_new)
 from wardrik_cli.store.locking import acquire
 from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.store import seal
@@ -215,10 +216,18 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
     and record written (not synced), the log's lock taken and held. Raises Failure/OSError
     with nothing left behind (temps removed, lock released)."""
     tmp, wm_tmp = tmp_path(log), wm_tmp_path(log)
-    tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     lock_fd: int | None = None
     try:
         try:
+            try:
+                # the new file is the log: its appenders (another user, when cron sweeps as
+                # root) must go on writing it, and a private log stays private
+                same_access(tfd, os.fstat(fd), owner=True)
+            except PermissionError:
+                st0 = os.fstat(fd)
+                raise Failure(f"cannot give the new file the log's owner (uid {st0.st_uid}, gid {st0.st_gid}): "
+                              "not compacted (run compact as that user, or as root)") from None
             copy_range(fd, tfd, cut, end0, 0)  # the bulk, without the lock: appenders go on
             if after_bulk is not None:
                 after_bulk()

@@ -699,7 +699,11 @@ def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]]
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
     """Write the damaged lines beside the log (durably) before the part holding them is dropped."""
     keep = log.path.with_name(f"{log.path.name}.damaged-{bad[0][0]}-{time.time_ns()}")
-    write_new(keep, b"".join(raw + b"\n" for _off, raw in bad), durable=True)
+    try:
+        like: os.stat_result | None = os.stat(log.path, follow_symlinks=False)
+    except OSError:
+        like = None
+    write_new(keep, b"".join(raw + b"\n" for _off, raw in bad), durable=True, like=like)
     return keep
 
 
