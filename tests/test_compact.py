@@ -222,6 +222,41 @@ def test_a_sweep_as_root_keeps_each_logs_owner_and_mode_and_its_kept_bytes_priva
     assert path.stat().st_mode & 0o7777 == 0o600
 
 
+@pytest.mark.parametrize("damage", ["gap_at_edge", "gap_inside", "repeat_inside", "missing_start"])
+def test_a_sequence_break_in_the_part_to_drop_is_not_swept_unseen(cli, root, damage):
+    """Before, the sweep passed a hole off as retention's: exit 0, the audit record and the
+    readers' notice counted sequences, not events, and check found nothing any more."""
+    spread(root, events=100, days=100)
+    path = root / "acme/big.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    old = [int(orjson.loads(x)["sequence"]) for x in lines].index(
+        next(int(orjson.loads(x)["sequence"]) for x in lines if orjson.loads(x)["time"] >= _cutoff(10)))
+    if damage == "gap_at_edge":
+        lines = lines[:old] + lines[old + 1:]  # the first kept event gone: the edge of the part dropped
+    elif damage == "gap_inside":
+        lines = lines[:5] + lines[6:]
+    elif damage == "repeat_inside":
+        lines = lines[:5] + [lines[4]] + lines[5:]
+    else:
+        lines = lines[3:]
+    path.write_bytes(b"".join(lines))
+    events = len([x for x in lines if orjson.loads(x)["time"] < _cutoff(10)])
+    before = tree(root)
+    p = cli("compact", "--retention", "10d", "-q")
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "acme/big: not swept" in err and "--skip-corrupt" in err, err
+    assert {k: v for k, v in tree(root).items() if not k.startswith(".wardrik/locks/")} == before
+    assert cli("check").returncode == 1  # still there to be found
+    row = compact_json(cli, "--retention", "10d", "--skip-corrupt")["logs"][0]
+    assert row["dropped"] == events and any("dropped anyway" in n for n in row["notes"]), row
+    [rec] = [e for e in jsonl(cli("audit", "page", "-o", "jsonl").stdout) if e["type"] == "wardrik.ledger.compacted"]
+    assert rec["data"]["logs"] == {"acme/big": events}
+
+
+def _cutoff(days: float) -> str:
+    return (datetime.utcnow() - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def test_torn_tail_cut_even_when_nothing_is_old(cli, root):
     spread(root, events=10, days=1)
     path = root / "acme/big.jsonl"

@@ -151,7 +151,9 @@ def compact(
         "--quiet", "-q", help="Print nothing unless a log fails (exit 1) or input is bad (exit 2): for cron.")] = False,
     skip_corrupt: Annotated[bool, typer.Option(
         "--skip-corrupt", help="A line that is not an event in the part dropped is kept beside the log and "
-                               "warned of, and the sweep exits 0 (without it: exit 1).")] = False,
+                               "warned of, and the sweep exits 0 (without it: exit 1); a part to drop whose "
+                               "sequence breaks (a line deleted or repeated by hand) is dropped anyway, said in a "
+                               "note (without it: that log is not swept).")] = False,
     max_ship_lag: Annotated[str | None, typer.Option(
         "--max-ship-lag", metavar="DURATION",
         help="Let events older than this go even when a registered ship target has not stored them "
@@ -216,7 +218,7 @@ def compact(
         result = do_compact(root, text, dry_run=dry_run, wait=wait, max_bytes=size, actor=actor, warn=inv.warn,
                             notice=(lambda m: None) if quiet else inv.warn,  # what was tidied: no failure
                             deployment=inv.deployment_given(),  # of the ledger.compacted it records
-                            max_ship_lag=max_ship_lag,
+                            max_ship_lag=max_ship_lag, skip_corrupt=skip_corrupt,
                             on_start=progress.start if progress else None,
                             on_log=progress.advance if progress else None, tidy=cleanup_stale)
     finally:
@@ -251,7 +253,8 @@ def compact(
     if failed:
         for r in failed:
             inv.message(f"error: {r.log}: not swept: {r.error}")
-        inv.message(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept; the others were")
+        others = "; the others were" if len(failed) < len(result.logs) else ""
+        inv.message(f"error: {len(failed)} of {len(result.logs)} log(s) could not be swept{others}")
         raise typer.Exit(ExitCode.FAILURE)
 
 

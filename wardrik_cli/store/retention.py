@@ -430,8 +430,15 @@ def clean_stale(root: Root) -> list[Path]:
 def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[[str], None] = lambda m: None,
                 lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
                 max_bytes: int | None = None, batch: Batch | None = None,
-                slots: list[Slot] | None = None, lag_cutoff: str | None = None) -> LogResult:
+                slots: list[Slot] | None = None, lag_cutoff: str | None = None,
+                skip_corrupt: bool = False) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
+
+    A part to drop whose sequence breaks (a line deleted or repeated by hand there or at its
+    edge, or a log that starts after sequence 1 with no compaction record saying why) is not
+    dropped: the sweep would pass the hole off as retention's, and ``check`` would find it no
+    more. ``skip_corrupt``: it is dropped anyway, said in a note, and the count is of the
+    events that went.
 
     ``max_bytes``: after the time rule, the oldest whole events go too until what is kept
     is at most that many bytes (an event larger than the bound on its own goes as well).
@@ -481,8 +488,27 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
                              "after the cutoff was dropped; older events after it were kept")
         run_mark = 0
+        went: int | None = None  # events dropped, where the sequences would say otherwise
         if cut > 0:
-            bad, run_mark = _damaged_lines(fd, cut)
+            bad, run_mark, n_lines = _damaged_lines(fd, cut)
+            assert first_seq is not None, "cut > 0: lines come before it"
+            n_events = n_lines - len(bad)
+            broken = None
+            # (a damaged line may hold one of the sequences: fewer lines than sequences is a
+            # line deleted, more events than sequences one repeated)
+            if n_lines < res.dropped or n_events > res.dropped:
+                broken = (f"the part to drop holds {n_events} event(s) where its sequences, {first_seq} to "
+                          f"{first_seq + res.dropped - 1}, say {res.dropped}: a line there was deleted or repeated")
+            elif first_seq > 1 and not (bad and bad[0][0] == 0) and not _start_recorded(log, first_seq):
+                broken = (f"it starts at sequence {first_seq} and no compaction record says why: its first "
+                          f"{first_seq - 1} event(s) were deleted")
+            if broken is not None:
+                if not skip_corrupt:
+                    raise Failure(f"{broken} (see `wardrik check`); not compacted (--skip-corrupt drops it anyway)")
+                res.notes.append(f"{broken}; dropped anyway (--skip-corrupt): {n_events} event(s) went")
+                res.dropped = went = n_events
+            elif bad:
+                res.dropped = went = n_events  # the damaged lines are kept beside, not counted as events
             if bad:
                 res.damaged = len(bad)
                 if not dry_run:
@@ -517,6 +543,8 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             record_gaps(log.root, gaps)  # durable before the log is staged: never a drop without its record
         staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
                        after_bulk=_after_bulk, run_mark=run_mark)
+        if went is not None:
+            staged.dropped = went  # what the row and the audit record say: events, not sequences
         if batch is not None:
             batch.add(staged)
             res.staged = staged
@@ -528,6 +556,13 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         return res
     finally:
         os.close(fd)
+
+
+def _start_recorded(log: Log, first_seq: int) -> bool:
+    """Does the log's compaction record (or the one it carries) say the log starts at
+    ``first_seq``?"""
+    wm = log.read_watermark()
+    return any(w is not None and w.next_sequence == first_seq for w in (wm, wm.previous if wm else None))
 
 
 def _hold_for_targets(log: Log, fd: int, end0: int, cut: int, slots: list[Slot], lag_cutoff: str | None,
@@ -591,9 +626,10 @@ def _first_seq(fd: int, cut: int) -> int | None:
     return None
 
 
-def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int]:
+def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int, int]:
     """(the lines of ``[0, cut)`` that are not events, so that none is dropped unseen; the end
-    of the last line there that names a run's type, ``RUN_MARK``: 0 for none). Every line is
+    of the last line there that names a run's type, ``RUN_MARK``: 0 for none; how many lines
+    there are, so that the count of events dropped is of lines, not sequences). Every line is
     decoded (a line's shape says nothing of the JSON inside it): a block at a time in C
     (``store.log.decode_all``), line by line only in a block that holds a bad one. The mark
     is where the walk back for the run open at the cut starts (``replace.stage``): the part
@@ -610,26 +646,26 @@ def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int]:
     got = lines.line_at_or_after(fd, cut // 2, cut)
     mid = got[0] if got is not None else cut
     theirs = _judged_apart(fd, mid, cut)
-    bad, mark = _damaged_in(fd, 0, mid)
+    bad, mark, n = _damaged_in(fd, 0, mid)
     answer = theirs() if theirs is not None else None
     if answer is None:
-        more, their_mark = _damaged_in(fd, mid, cut)
-        return bad + more, their_mark or mark
-    offsets, their_mark = answer
+        more, their_mark, their_n = _damaged_in(fd, mid, cut)
+        return bad + more, their_mark or mark, n + their_n
+    offsets, their_mark, their_n = answer
     for off in offsets:
         line = lines.read_line_at(fd, off, cut)
         if line is not None:
             bad.append(line)
-    return bad, their_mark or mark
+    return bad, their_mark or mark, n + their_n
 
 
 PARALLEL_MIN = 32 << 20  # a prefix this big is judged in two halves, one by a forked child
 
 
-def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int], int] | None] | None:
+def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int], int, int] | None] | None:
     """Start a child judging ``[start, stop)``; returns what collects its answer (the offsets of
-    the bad lines and the run mark, or None when the child failed), or None when no child
-    could be started."""
+    the bad lines, the run mark and the count of lines, or None when the child failed), or None
+    when no child could be started."""
     try:
         r, w = os.pipe()
     except OSError:
@@ -644,8 +680,8 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int
         code = 1
         try:
             os.close(r)
-            bad, mark = _damaged_in(fd, start, stop)
-            answer = orjson.dumps([mark, *(off for off, _raw in bad)])
+            bad, mark, n = _damaged_in(fd, start, stop)
+            answer = orjson.dumps([mark, n, *(off for off, _raw in bad)])
             view = memoryview(answer)
             while view:
                 view = view[os.write(w, view):]
@@ -654,7 +690,7 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int
             os._exit(code)
     os.close(w)
 
-    def collect() -> tuple[list[int], int] | None:
+    def collect() -> tuple[list[int], int, int] | None:
         parts = []
         try:
             while chunk := os.read(r, 1 << 16):
@@ -668,22 +704,23 @@ def _judged_apart(fd: int, start: int, stop: int) -> Callable[[], tuple[list[int
             got = orjson.loads(b"".join(parts))
         except orjson.JSONDecodeError:
             return None
-        if not (isinstance(got, list) and got and all(type(o) is int for o in got)):
+        if not (isinstance(got, list) and len(got) >= 2 and all(type(o) is int for o in got)):
             return None
-        return got[1:], got[0]
+        return got[2:], got[0], got[1]
 
     return collect
 
 
-def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]], int]:
+def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]], int, int]:
     """``_damaged_lines`` of ``[start, stop)`` (a line start, a line end), in this process."""
     bad: list[tuple[int, bytes]] = []
-    mark = 0
+    mark = n_lines = 0
     for off, data, size in lines.iter_spans(fd, start, stop):
         at = data.rfind(RUN_MARK, 0, size)
         if at >= 0:
             mark = off + data.find(b"\n", at) + 1
         raws = data[:size - 1].split(b"\n")
+        n_lines += len(raws)
         if decode_all(raws) is not None:
             continue
         here = off
@@ -693,7 +730,7 @@ def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]]
             except ValueError:
                 bad.append((here, raw))
             here += len(raw) + 1
-    return bad, mark
+    return bad, mark, n_lines
 
 
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
@@ -1006,7 +1043,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
           on_start: Callable[[list[Log]], None] | None = None,
           on_log: Callable[[LogResult], None] | None = None,
           tidy: Callable[[Root], object] | None = None,
-          notice: Callable[[str], None] | None = None, deployment: str | None = None) -> SweepResult:
+          notice: Callable[[str], None] | None = None, deployment: str | None = None,
+          skip_corrupt: bool = False) -> SweepResult:
     """Compact every log under ``root``; a log that fails is recorded and the others still swept.
 
     ``tidy(root)`` runs after a real sweep, still under the compaction lock (the command line
@@ -1083,7 +1121,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     # a torn tail cut (its bytes kept beside) is tidying, no failure: ``notice``
                     r = compact_log(log, cutoff, dry_run=dry_run, warn=notice or warn, lock_timeout=lock_timeout,
                                     max_bytes=None if log.is_audit else max_bytes, batch=batch,
-                                    slots=slots, lag_cutoff=lag_cutoff)
+                                    slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt)
                 except (WardrikError, OSError) as e:
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
