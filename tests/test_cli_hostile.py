@@ -86,6 +86,28 @@ def test_a_cursor_file_that_is_a_file_of_the_root_is_refused(two_logs, tmp_path,
         assert not (root / "acme" / "new.jsonl").exists()
 
 
+@pytest.mark.parametrize("cmd", list(COMMANDS))
+def test_a_cursor_file_that_is_a_link_or_the_output_is_refused_and_left_as_it_is(two_logs, tmp_path, cmd):
+    """The cursor file is replaced by a rename: a link there became a file (as root,
+    /dev/stdout did), and the file the command prints to lost what it printed."""
+    outside = tmp_path / "real.cursor"
+    outside.write_text("")
+    link = tmp_path / "link.cursor"
+    link.symlink_to(outside)
+    stdout_link = tmp_path / "stdout.cursor"
+    stdout_link.symlink_to("/proc/self/fd/1")
+    for target in (link, stdout_link):
+        p = subprocess.run([WARDRIK, "--root", str(two_logs), *COMMANDS[cmd], "--cursor-file", str(target)],
+                           capture_output=True, timeout=60)
+        assert p.returncode == 2 and "symbolic link" in _err_line(p) and p.stdout == b"", p.stderr
+        assert target.is_symlink()
+    printed = tmp_path / "printed"
+    with open(printed, "wb") as out:
+        p = subprocess.run([WARDRIK, "--root", str(two_logs), *COMMANDS[cmd], "--cursor-file", str(printed)],
+                           stdout=out, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 2 and b"where this command prints" in p.stderr, p.stderr
+
+
 def test_tail_follow_refuses_a_cursor_file_that_is_a_log(two_logs):
     """tail -f checks it in the same place, before following anything (in this process: a
     refusal returns at once)."""

@@ -63,6 +63,7 @@ def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
 
     if cursor_file is not None:
         refuse_root_file(cursor_file, "--cursor-file")
+        _refuse_link_or_output(cursor_file)
         if not os.path.isdir(os.path.dirname(os.path.abspath(cursor_file))):
             # refused now, not after the events are printed and the cursor cannot be kept
             raise BadCursor(f"cursor file {cursor_file}: its folder does not exist (make it first)")
@@ -71,6 +72,28 @@ def load_cursor(after: str | None, cursor_file: Path | None) -> Cursor | None:
     if cursor_file is not None:
         return read_file(cursor_file)
     return None
+
+
+def _refuse_link_or_output(path: Path) -> None:
+    """A cursor file is replaced by a rename: a symbolic link there would be replaced by a file
+    (``/dev/stdout``, as root, became a file holding the cursor), and the file this command
+    prints to would lose what it printed. Both refused (``BadCursor``) before anything is read."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # nothing there yet: it is made
+    if stat.S_ISLNK(st.st_mode):
+        raise BadCursor(f"cursor file {os.fsdecode(path)}: is a symbolic link (the file is replaced by a rename, "
+                        "which would replace the link): give the path of the file itself")
+    for fd in (1, 2):
+        try:
+            out = os.fstat(fd)
+        except OSError:
+            continue
+        if (out.st_dev, out.st_ino) == (st.st_dev, st.st_ino):
+            raise BadCursor(f"cursor file {os.fsdecode(path)}: is where this command prints; give another file")
 
 
 def refuse_root_file(path: str | os.PathLike[str], option: str) -> None:
