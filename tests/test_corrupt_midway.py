@@ -95,3 +95,39 @@ def test_over_many_logs_the_events_before_the_line_in_time_are_shown(tmp_path):
     assert shown[:6] == [("agents/a", 1), ("agents/b", 1), ("agents/a", 2), ("agents/b", 2), ("agents/a", 3),
                          ("agents/b", 3)], shown
     assert ("agents/b", 5) not in shown
+
+
+@pytest.mark.parametrize("n", [5, 3000])
+def test_a_cursor_just_before_the_line_starts_there_not_at_the_log_start(tmp_path, n):
+    """The seek by sequence gave up (answered 0) when it met a corrupt line, so a read after
+    the cursor read the log again from its start and told each event it passed over as out
+    of order (3000 events: the bisection's probes meet the line too)."""
+    r = tmp_path / "root"
+    path = r / "L.jsonl"
+    if n > 10:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+        from spread_ledger import write_spread
+
+        r.mkdir()
+        write_spread(path, events=n, days=1, log_id="L")
+    else:
+        _log(r, "L", n, bad=None)
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad = n - 1  # the line of sequence n-1
+    lines[bad - 1] = b"{garbage}\n"
+    path.write_bytes(b"".join(lines))
+    cursor = f"--after={_cursor({'L': bad - 1})}"
+    p = run_cli("page", "L", cursor, "--skip-corrupt", "-o", "jsonl", root=r)
+    assert p.returncode == 0 and _seqs(p.stdout) == [n], p.stderr
+    assert b"out of order" not in p.stderr and p.stderr.count(b"skipping") == 1, p.stderr
+    q = run_cli("page", "L", cursor, "-o", "jsonl", root=r)
+    _corrupt(q, "L", bad)
+    assert b"out of order" not in q.stderr and q.stdout == b""
+
+
+def _cursor(c: dict) -> str:
+    from wardrik_cli.protocol.cursor import encode_cursor
+
+    return encode_cursor(c)

@@ -331,11 +331,14 @@ def read_line_at(fd: int, start: int, end: int, longest: int | None = None) -> t
     return None if line is None else (start, line)
 
 
-def bisect(fd: int, end: int, is_after: Callable[[bytes], bool | None]) -> int:
+def bisect(fd: int, end: int, is_after: Callable[[bytes], bool | None], *, hold_unreadable: bool = False) -> int:
     """Offset of the first complete line for which ``is_after(line)`` is True (``end`` if
     none), assuming the predicate is False then True along the file. ``is_after`` returns
     None for a line it cannot read: a probe steps over such lines, and the final scan skips
-    them, so a damaged line the caller does not need is never in the way."""
+    them, so a damaged line the caller does not need is never in the way. ``hold_unreadable``:
+    the final scan answers such a line when no line it can read comes between it and the
+    answer (a reader starting there meets it, and says so; before the last line read as
+    False it is not in the reader's way)."""
     lo, hi = 0, end
     while hi - lo > SCAN_THRESHOLD:
         mid = (lo + hi) // 2
@@ -354,10 +357,17 @@ def bisect(fd: int, end: int, is_after: Callable[[bytes], bool | None]) -> int:
             hi = start
         else:
             lo = start + len(line) + 1
+    held: int | None = None
     for off, line in iter_lines(fd, lo, end):
-        if is_after(line):
-            return off
-    return end
+        verdict = is_after(line)
+        if verdict:
+            return off if held is None else held
+        if verdict is None:
+            if hold_unreadable and held is None:
+                held = off
+        else:
+            held = None
+    return end if held is None else held
 
 
 def count_lines_before(fd: int, offset: int) -> int:

@@ -690,17 +690,15 @@ class LogView:
         return True
 
     def _bisect(self, after: Callable[[dict[str, Any]], bool]) -> int:
-        class _Unreadable(Exception):
-            pass
-
-        def is_after(raw: bytes) -> bool:
+        """A corrupt line is stepped over by the probes; one next to the answer, with no event
+        between, is the answer (the reader meets it and reports it). Before: any corrupt line
+        in the way made the answer 0, and a reader past it read the log again from its start,
+        telling every event it passed over as out of order."""
+        def is_after(raw: bytes) -> bool | None:
             try:
                 return after(decode_event(raw))
             except ValueError:
-                raise _Unreadable from None
+                return None
 
         assert self.fd is not None  # callers check for an open file first
-        try:
-            return lines.bisect(self.fd, self.end, is_after)
-        except _Unreadable:
-            return 0  # a corrupt line in the way: let the linear reader meet it and report it
+        return lines.bisect(self.fd, self.end, is_after, hold_unreadable=True)
