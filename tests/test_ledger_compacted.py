@@ -57,6 +57,23 @@ def test_a_bad_actor_is_refused_before_anything_is_swept(root):
     assert (root / "acme" / "a.jsonl").read_bytes() == before
 
 
+def test_an_audit_log_that_cannot_take_the_record_stops_the_sweep_before_it_drops(root):
+    """Before, the sweep dropped the events and then found the audit log's lock was a folder:
+    events gone, no ledger.compacted."""
+    write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
+    before = (root / "acme" / "a.jsonl").read_bytes()
+    lock = root / ".wardrik" / "locks" / "@audit@lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.mkdir()
+    p = run_cli("compact", "-q", root=root)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.count("error:") == 1 and "ledger.compacted" in err and "nothing was swept" in err
+    assert (root / "acme" / "a.jsonl").read_bytes() == before
+    lock.rmdir()
+    assert run_cli("compact", "-q", root=root).returncode == 0
+    assert audit_sweeps(root)[-1]["data"]["logs"] == {"acme/a": 5}
+
+
 def test_the_pretty_summary_names_the_log_once_or_counts_each():
     from wardrik_cli.cli.render.summary import summarize as summary
 

@@ -78,6 +78,12 @@ def _open_lock(lock_path: Path, what: str) -> int:
         raise WriteFailed(f"cannot take the lock for {what} ({lock_path}): {e.strerror}") from None
 
 
+def check_lockable(lock_path: Path, what: str) -> None:
+    """Could the lock be taken (its file opened: not a folder, a FIFO, a link; its folders
+    there)? ``NotRegular``/``WriteFailed`` as ``acquire`` raises; nothing is waited for."""
+    os.close(_open_lock(lock_path, what))
+
+
 def try_lock(lock_path: Path, what: str = "compaction") -> int | None:
     """Take the lock without waiting; the fd to close, or None when someone holds it
     (``NotRegular``/``WriteFailed`` when its file cannot be had, as for ``acquire``)."""

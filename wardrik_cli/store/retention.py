@@ -84,7 +84,7 @@ from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, 
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, peek
 from wardrik_cli.store.search import count
-from wardrik_cli.store.locking import locked, try_lock
+from wardrik_cli.store.locking import check_lockable, locked, try_lock
 from wardrik_cli.store.ship_slots import Slot, kind_of, record_gaps
 from wardrik_cli.store.ship_slots import load as load_slots
 from wardrik_cli.protocol.catalogue import RUN_MARK
@@ -1016,6 +1016,21 @@ def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[s
                       "records them") from None
 
 
+def _audit_usable(root: Root) -> None:
+    """Refuse the sweep (``Failure``, nothing dropped) when the audit log could not take its
+    ``ledger.compacted``: its lock file cannot be had (a folder, a FIFO, a link there) or the
+    log cannot be opened to append. Before, the sweep dropped events first and found out
+    after. (The lock is not taken: one held now is waited for when the record is written.)"""
+    audit = Log.audit(root)
+    try:
+        check_lockable(audit.lock_path, "the audit log")
+        if os.path.lexists(audit.path):
+            os.close(open_regular(audit.path, os.O_WRONLY | os.O_APPEND))
+    except (WardrikError, OSError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise Failure(f"cannot record ledger.compacted in the audit log ({why}); nothing was swept") from None
+
+
 def default_actor() -> str:
     """``user@host`` of this process, as a principal (other characters become ``_``)."""
     import getpass
@@ -1088,20 +1103,21 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             while lock_fd is None:
                 time.sleep(0.05)
                 lock_fd = try_lock(lock_path)
+    from wardrik_cli.settings import Settings
+
     try:
         if not dry_run:
             for p in clean_stale(root):
                 (notice or warn)(f"removed {p}, left by a compaction that did not finish")  # tidied: no failure
             # before this sweep changes any log's start: what an earlier one dropped is told apart
             recover_intent(root, warn, notice or warn, deployment)
+            _audit_usable(root)
         logs = logs_of(root)
         # Read once, at the start: a position can only grow meanwhile (holding back more than
         # needed), and a target registered after this point counts from the next sweep.
         slots = load_slots(root)
         if on_start:
             on_start(logs)
-        from wardrik_cli.settings import Settings
-
         lock_timeout = Settings.from_env().lock_timeout  # read once, not once per log
         intent = _Intent(root, retention, max_bytes, actor or default_actor()) if not dry_run else None
         batch = Batch(intent.before_renames if intent is not None else None)
