@@ -506,6 +506,29 @@ exit 0
     assert b"retrying" in t.err
 
 
+@pytest.mark.subprocess
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_during_exec_back_off_ends_the_tail_at_once(root, tmp_path, sig):
+    """The back-off after a failed command was a wait in ``threading``, where the CLI holds a
+    stop signal back: the tail ended only after it (up to 30 s), and ran the command again."""
+    add(root, "e/a", "x")
+    runs = tmp_path / "runs"
+    t = Tailer(root, "e/a", "-f", "-n", "1", "--exec", f"echo run >> {runs}; exit 1",
+               stdout=subprocess.DEVNULL, env={"WARDRIK_EXEC_BACKOFF_S": "600"})
+    deadline = time.monotonic() + LIVE_WAIT
+    while b"retrying from the saved cursor in 600s" not in t.err:
+        assert time.monotonic() < deadline and t.proc.poll() is None, t.err
+        time.sleep(0.05)
+    t.proc.send_signal(sig)
+    try:
+        rc = t.proc.wait(timeout=60)  # a ceiling: the back-off it is in lasts 600 s
+    except subprocess.TimeoutExpired:
+        t.proc.kill()
+        pytest.fail("the tail waited out its back-off")
+    assert rc == 0 and runs.read_text().count("run") == 1, (rc, t.err)
+    _no_traceback(t.err)
+
+
 def test_pretty_is_one_line_per_event(root, cli):
     add(root, "acme/a", "hello")
     p = cli("tail", "acme/a", "--format", "pretty")

@@ -12,6 +12,7 @@ value is ``BadSetting`` naming the variable and what it takes: ``error:`` and ex
 | ``WARDRIK_POLL_S`` | seconds between a follower's stat polls | 1 with inotify, 0.2 without |
 | ``WARDRIK_WATCH_STEP_MS`` | milliseconds the file watcher waits for more changes | 20 |
 | ``WARDRIK_TRACEBACK`` | non-empty: an internal error also prints its traceback | off |
+| ``WARDRIK_EXEC_BACKOFF_S`` | seconds ``tail --exec`` waits to retry a failed command (doubled, up to 30) | 0.5 |
 | ``WARDRIK_REMOTE_INTERVAL`` | seconds between polls of the store by ``tail -f`` on a remote root | 5 |
 | ``WARDRIK_CACHE`` | where remote roots are mirrored (read by ``remote.mirror``) | ``$XDG_CACHE_HOME/wardrik`` |
 | ``XDG_STATE_HOME``, ``HOME`` | where the key sealing caches lives (``store.seal``) | ``~/.local/state/wardrik`` |
@@ -40,15 +41,17 @@ class BadSetting(BadInput):
 class Settings:
     """The tunables in force (a plain class: dataclasses cost start-up time)."""
 
-    __slots__ = ("root", "deployment", "lock_timeout", "poll_s", "watch_step_ms", "traceback", "remote_interval")
+    __slots__ = ("root", "deployment", "lock_timeout", "poll_s", "watch_step_ms", "traceback", "remote_interval",
+                 "exec_backoff_s")
 
     def __init__(self, *, root: str | None = None, deployment: str | None = None,
                  lock_timeout: float = 30.0, poll_s: float | None = None, watch_step_ms: int = 20,
-                 traceback: bool = False, remote_interval: float = 5.0):
+                 traceback: bool = False, remote_interval: float = 5.0, exec_backoff_s: float = 0.5):
         self.root, self.deployment = root, deployment
         self.lock_timeout, self.poll_s, self.watch_step_ms = lock_timeout, poll_s, watch_step_ms
         self.traceback = traceback
         self.remote_interval = remote_interval
+        self.exec_backoff_s = exec_backoff_s
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -63,6 +66,7 @@ class Settings:
             watch_step_ms=_whole(e, "WARDRIK_WATCH_STEP_MS", 20),
             traceback=bool(e.get("WARDRIK_TRACEBACK")),
             remote_interval=_seconds(e, "WARDRIK_REMOTE_INTERVAL", 5.0),
+            exec_backoff_s=_seconds(e, "WARDRIK_EXEC_BACKOFF_S", 0.5),
         )
 
 

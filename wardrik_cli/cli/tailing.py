@@ -300,7 +300,8 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
     failures = [0]
     live = list(kw["live"]) if kw["live"] and not isinstance(kw["live"], bool) else []
     listener = Listener(root, live, handle, cursor=lambda: encode_cursor(saver.last) if saver.last else None,
-                        deployment=kw["deployment"], backoff=EXEC_BACKOFF_S, live=bool(live), on_error=on_error,
+                        deployment=kw["deployment"], live=bool(live), on_error=on_error,
+                        backoff=(inv.settings.exec_backoff_s, max(EXEC_BACKOFF_S[1], inv.settings.exec_backoff_s)),
                         logs_fn=logs_fn, filters=kw["filters"], start=after, n=kw["n"], follow=kw["follow"],
                         retries=None if kw["follow"] else EXEC_RETRIES, on_corrupt=kw["on_corrupt"],
                         warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"])

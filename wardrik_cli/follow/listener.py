@@ -153,10 +153,26 @@ class Listener:
                 self._follower = None
             if failed is None:
                 return f.cursor
-            if self._stop.wait(self.next_delay):
+            if self._wait(self.next_delay):
                 return None
             self.next_delay = min(self.next_delay * 2, self.backoff[1])
         return None
+
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait out a back-off; True when stopped meanwhile. Short sleeps, not the event's
+        wait: a stop signal turned into KeyboardInterrupt lands at once in a sleep, while in
+        ``threading``'s wait the CLI holds it back until the wait is over (a listener whose
+        command fails was stopped only after its back-off, up to 30 s, and ran it again)."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, 0.05))
+        return True
 
 
 def _why(result: Any) -> str:
