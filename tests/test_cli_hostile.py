@@ -417,6 +417,34 @@ def test_a_refused_append_leaves_the_torn_tail(tmp_path, damage):
     assert {q.name: q.read_bytes() for q in root.iterdir() if q.is_file()} == before
 
 
+@pytest.mark.parametrize("damage", ["repeated", "swapped"])
+@pytest.mark.parametrize("noted", [False, True])
+def test_an_append_after_a_line_repeated_or_moved_at_the_end_is_refused_never_reusing_a_sequence(
+        tmp_path, damage, noted):
+    """Sequences 1,2,3 then 2 again (or 1,2,4,3): the next was the last line's plus one, a
+    sequence the log already held. ``noted``: an append before the damage left its note of
+    the file verified, so only what follows it is read again."""
+    root = tmp_path / "root"
+    for i in range(4):
+        run_cli("append", "a", "trigger.fired", "--data", f'{{"trigger": {{"name": "t{i}"}}}}', "--no-sync",
+                root=root, check=True)
+    log = root / "a.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    if noted:
+        log.write_bytes(b"".join(lines[:3]))  # 1,2,3 ...
+        run_cli("append", "a", "trigger.fired", "--data", '{"trigger": {"name": "n"}}', root=root, check=True)
+        lines = log.read_bytes().splitlines(keepends=True)
+    if damage == "repeated":
+        log.write_bytes(b"".join(lines + [lines[1]]))
+    else:
+        log.write_bytes(b"".join(lines[:2] + [lines[3], lines[2]]))
+    before = log.read_bytes()
+    p = run_cli("append", "a", "run.started", root=root)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and err.count("error:") == 1 and "would reuse a sequence" in err, err
+    assert log.read_bytes() == before
+
+
 @pytest.mark.parametrize("cmd", [["page", "a"], ["tail", "a"], ["export", "otlp", "-o", "OUT"],
                                  ["page", "a", "--after", "eyJhIjowfQ"], ["tail", "a", "--after", "eyJhIjowfQ"]])
 def test_a_cursor_file_in_a_folder_that_does_not_exist_is_refused_before_anything_is_read(tmp_path, cmd):

@@ -407,13 +407,32 @@ def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
                 start, held = note["size"], note
     except (ValueError, KeyError, TypeError):
         pass
+    # The highest sequence met, and where: the next is the last line's plus one, which must be
+    # above every sequence the log holds (a line repeated or moved by hand at its end would
+    # have the next append reuse one). The lines the note vouches for end below its size.
+    top, top_off = 0, 0
+    if start:
+        before = lines.last_line(view.fd, start)
+        if before is not None:
+            try:
+                top, top_off = int(decode_event(before[1])["sequence"]), before[0]
+            except ValueError:
+                top = 0
+    last = top
     for off, raw in lines.iter_lines(view.fd, start, view.end):
         try:
-            decode_event(raw)
+            last = int(decode_event(raw)["sequence"])
         except ValueError as e:
             err = view.corrupt(off, f"corrupt line ({e})")
             raise CorruptLedger(err.path, err.line, err.offset,
                                 f"{err.what}; refusing to append after it (see `wardrik check`)") from None
+        if last > top:
+            top, top_off = last, off
+    if last < top:
+        err = view.corrupt(top_off, f"sequence {top} is above the last line's, {last} (a line repeated or moved "
+                                    "by hand)")
+        raise CorruptLedger(err.path, err.line, err.offset,
+                            f"{err.what}; refusing to append: the next would reuse a sequence (see `wardrik check`)")
     return held
 
 
