@@ -5,7 +5,7 @@ import orjson
 import pytest
 from hypothesis import given, strategies as st
 
-from wardrik_cli.protocol.cursor import decode_cursor, encode_cursor
+from wardrik_cli.protocol.cursor import MAX_SEQUENCE, decode_cursor, encode_cursor
 from wardrik_cli.errors import BadCursor
 
 segment = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,12}", fullmatch=True).filter(lambda s: not s.endswith(".jsonl"))
@@ -17,7 +17,7 @@ def test_contract_example():
     assert decode_cursor("eyJhY21lL3RyaWFnZSI6NDN9") == {"acme/triage": 43}
 
 
-@given(st.dictionaries(log_ids, st.integers(min_value=0, max_value=2**62), max_size=6))
+@given(st.dictionaries(log_ids, st.integers(min_value=0, max_value=MAX_SEQUENCE), max_size=6))
 def test_round_trip(cur):
     text = encode_cursor(cur)
     assert "=" not in text and "+" not in text and "/" not in text
@@ -26,7 +26,7 @@ def test_round_trip(cur):
     assert orjson.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == dict(sorted(cur.items()))
 
 
-@given(st.dictionaries(log_ids, st.integers(min_value=0, max_value=2**62), max_size=6))
+@given(st.dictionaries(log_ids, st.integers(min_value=0, max_value=MAX_SEQUENCE), max_size=6))
 def test_either_alphabet_padded_or_not(cur):
     raw = orjson.dumps(cur, option=orjson.OPT_SORT_KEYS)
     for text in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode(),
@@ -41,7 +41,15 @@ def test_either_alphabet_padded_or_not(cur):
     base64.b64encode(b'{"a":"1"}').decode(), base64.b64encode(b'{"../x":1}').decode(),
     base64.b64encode(b'{"a":1} junk').decode(), base64.b64encode(b"\xff\xfe").decode(),
     base64.b64encode(b'{"x.jsonl":1}').decode(),
+    base64.b64encode(b'{"a":1000000000000}').decode(),  # 13 digits: no log holds it
 ])
 def test_strict_refusals(bad):
     with pytest.raises(BadCursor):
         decode_cursor(bad)
+
+
+def test_a_sequence_past_64_bits_is_named_as_too_big_not_printed_as_a_float():
+    text = base64.b64encode(b'{"zzz":99999999999999999999999}').decode()
+    with pytest.raises(BadCursor) as e:
+        decode_cursor(text)
+    assert "past the largest" in str(e.value) and "e+" not in str(e.value)

@@ -24,6 +24,9 @@ Cursor = dict[str, int]
 _B64_RE = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
 
 
+MAX_SEQUENCE = 999_999_999_999  # a stored sequence has 12 digits
+
+
 def encode_cursor(cursor: Mapping[str, int]) -> str:
     raw = orjson.dumps(dict(cursor), option=orjson.OPT_SORT_KEYS)
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
@@ -60,6 +63,10 @@ def decode_cursor(text: str) -> Cursor:
     for key, seq in obj.items():
         if not is_log_id(key):
             raise BadCursor(f"bad cursor: {key!r} is not a log id")
+        if type(seq) is int and seq > MAX_SEQUENCE or type(seq) is float and seq.is_integer() and seq > MAX_SEQUENCE:
+            # (an integer past 64 bits is read as a float: not one to print as 1e+23)
+            raise BadCursor(f"bad cursor: the sequence for {key!r} is past the largest a log holds "
+                            f"({MAX_SEQUENCE}, 12 digits)")
         if type(seq) is not int or seq < 0:
             raise BadCursor(f"bad cursor: the sequence for {key!r} must be a non-negative integer, "
                             f"not {orjson.dumps(seq).decode()}")
