@@ -376,6 +376,30 @@ def test_shipping_again_as_another_deployment_is_refused_until_the_target_is_for
 # --follow
 # ---------------------------------------------------------------------------
 @pytest.mark.subprocess
+def test_follow_ends_when_its_output_pipe_closes_while_idle(tmp_path):
+    """As tail -f and activity --watch do; before, it waited out its interval (here an hour)
+    and only a signal ended it."""
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = tmp_path / "root"
+    run_cli("append", "a", "run.started", root=r, check=True)
+    read, write = os.pipe()
+    p = subprocess.Popen([WARDRIK, "--root", str(r), "ship", share.url, "--follow", "--interval", "1h", "-q"],
+                         stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    try:
+        deadline = time.monotonic() + 60
+        while not share.segments():  # its first pass is done: it is idle
+            assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.stderr else b""
+            time.sleep(0.05)
+        os.close(read)
+        rc = p.wait(timeout=60)  # a ceiling: the interval it waits out is an hour
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("ship --follow did not notice its reader went away")
+    assert rc == 0 and p.stderr is not None and b"Traceback" not in p.stderr.read()
+
+
+@pytest.mark.subprocess
 def test_follow_ships_as_the_log_grows_and_ends_on_sigterm(tmp_path, bucket):
     t = S3Target(bucket)
     r = make_root(tmp_path)

@@ -43,9 +43,10 @@ class _Stop:
     is finished first (the store never sees half of anything, but the cache is saved); while
     waiting for the next pass, at once (KeyboardInterrupt, which ends a follow with exit 0)."""
 
-    def __init__(self) -> None:
+    def __init__(self, out_fd: int | None = None) -> None:
         self.requested = False
         self.busy = True
+        self.out_fd = out_fd  # stdout: its reader gone (``| head``), a follow ends as on a stop
 
     def handler(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
@@ -57,7 +58,15 @@ class _Stop:
         try:
             if self.requested:
                 raise KeyboardInterrupt
-            time.sleep(seconds)
+            if self.out_fd is None:
+                time.sleep(seconds)
+                return
+            import select
+
+            p = select.poll()
+            p.register(self.out_fd, 0)  # POLLERR/POLLHUP are always reported: the reader went away
+            if p.poll(int(seconds * 1000)):
+                raise KeyboardInterrupt  # noticed while idle, as tail -f does
         finally:
             self.busy = True
 
@@ -109,7 +118,7 @@ def ship(
 
       wardrik --root /var/lib/wardrik ship s3://ledgers/fleet --follow --interval 30s
 
-      */5 * * * *  wardrik --root /var/lib/wardrik ship file:///mnt/ledgers -q
+      */5 * * * *  /path/to/.venv/bin/wardrik --root /var/lib/wardrik ship file:///mnt/ledgers -q
 
       wardrik ship --forget s3://ledgers/old-bucket
     """
@@ -127,7 +136,7 @@ def ship(
     store = open_store(target, inv.env)
     root = inv.root
     root.require_made("ship")
-    stop = _Stop()
+    stop = _Stop(inv.stdout_fd())
     if follow:
         inv.following = True
         _install(inv, stop)
