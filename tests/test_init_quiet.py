@@ -206,8 +206,11 @@ def test_writers_refuse_a_root_made_read_only_and_change_nothing(root):
     for d in dirs:
         os.chmod(d, stat.S_IMODE(os.stat(d).st_mode) & ~0o222)
     try:
+        share = root.parent / "share"
+        share.mkdir(exist_ok=True)
         for args in (["compact", "-q"], ["append", "acme/a", "run.started"],
-                     ["audit", "record", "agent.created", "agents/a", "--actor", "u", "--data", '{"agent": {"id": "a"}}']):
+                     ["audit", "record", "agent.created", "agents/a", "--actor", "u", "--data", '{"agent": {"id": "a"}}'],
+                     ["ship", share.as_uri()]):  # before: it wrote its root id and registration there
             p = run_cli(*args, root=root)
             lines = p.stderr.decode().splitlines()
             assert p.returncode == 1 and len(lines) == 1 and "read-only" in lines[0] and p.stdout == b"", (args, lines)

@@ -356,6 +356,9 @@ class Shipper:
                  stop: Callable[[], bool] = lambda: False, segment_max: int = SEGMENT_MAX,
                  patterns: list[str] | None = None):
         root.require_made("ship")
+        # its identity, registration and positions are kept under .wardrik/ (as append and
+        # compact, refused on a read-only root before anything is written)
+        root.require_writable("ship")
         was = ship_slots.registered_deployment(root, store.url)
         if was is not None and was[0] != deployment:
             # the store's keys hold the deployment: shipping as another one would store every
