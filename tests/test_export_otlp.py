@@ -329,6 +329,30 @@ def test_file_output_is_otlp_json_lines_with_the_same_spans(root, cli, receiver,
     assert keyed(receiver.spans()) == from_file
 
 
+@pytest.mark.parametrize("how", ["json", "proto"])
+def test_each_logs_namespace_is_the_deployment_its_events_name(root, cli, receiver, how):
+    """Before, every resource got the reader's deployment ('local' on an evidence copy), so
+    a root that holds two deployments' logs filed every trace under one."""
+    a_run(lambda *a, **k: cli(*a, "--deployment", "ops-eu", **k), 1, log="ops/pager")
+    a_run(lambda *a, **k: cli(*a, "--deployment", "acme-prod", **k), 2)
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf" if how == "proto" else "http/json"}
+    assert cli("export", "otlp", "--endpoint", receiver.url, env=env).returncode == 0
+    seen: dict[str, set[str]] = {}
+    for _path, headers, body in receiver.posts:
+        if how == "json":
+            for rs in orjson.loads(body)["resourceSpans"]:
+                attrs = {a["key"]: a["value"]["stringValue"] for a in rs["resource"]["attributes"]}
+                seen.setdefault(attrs["service.name"], set()).add(attrs["service.namespace"])
+        else:
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            req = ExportTraceServiceRequest.FromString(body)
+            for rs in req.resource_spans:
+                attrs = {a.key: a.value.string_value for a in rs.resource.attributes}
+                seen.setdefault(attrs["service.name"], set()).add(attrs["service.namespace"])
+    assert seen == {"ops/pager": {"ops-eu"}, LOG: {"acme-prod"}}, seen
+
+
 def test_file_output_may_be_a_device_or_a_fifo(root, cli, tmp_path):
     """-o FILE that is not a regular file (/dev/null, a FIFO a reader drains): written, not
     fsynced (it has nothing to sync), exit 0."""

@@ -271,16 +271,17 @@ def export_otlp(
     version = _version()
     encode = otlp.request_proto if protocol == "http/protobuf" else otlp.request_json
     sent = 0
+    namespaces: dict[str, str] = {}  # each log's deployment, as its events name it
 
     def send(batch: Any) -> None:
         nonlocal sent
         n = sum(len(v) for v in batch.values())
-        sink.send(encode(batch, deployment, version), n)
+        sink.send(encode(batch, deployment, version, namespaces), n)
         sent += n
 
     try:
         res = otlp.export(logs, cursor, send, deployment=deployment, run=run, since=filters.since, content=content,
-                          on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn)
+                          on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn, namespaces=namespaces)
         sink.close()
     except otlp.ExportFailed as e:
         after = f"; {sent:,} span{'s' if sent != 1 else ''} went before the failure" if sent else ""

@@ -60,6 +60,7 @@ import calendar
 import gc
 import hashlib
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -548,17 +549,35 @@ def _resource_attrs(log: str, deployment: str) -> list[tuple[str, str]]:
     return [("service.name", log), ("service.namespace", deployment), ("wardrik.log", log)]
 
 
-def request_json(batch: Mapping[str, list[Span]], deployment: str, version: str) -> bytes:
-    """One ``ExportTraceServiceRequest`` as OTLP/JSON (compact, no newline)."""
+def deployment_of(source: Any) -> str | None:
+    """The deployment an event's ``source`` names (``wardrik://D/agents/...``), else None."""
+    if isinstance(source, str) and source.startswith("wardrik://"):
+        d = source[len("wardrik://"):].split("/", 1)[0]
+        return d if _DEPLOYMENT_RE.fullmatch(d) else None
+    return None
+
+
+_DEPLOYMENT_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,62}")
+
+
+def request_json(batch: Mapping[str, list[Span]], deployment: str, version: str,
+                 namespaces: Mapping[str, str] | None = None) -> bytes:
+    """One ``ExportTraceServiceRequest`` as OTLP/JSON (compact, no newline). A log's
+    ``service.namespace`` is the deployment its events name (``namespaces``, from ``export``),
+    else ``deployment``."""
+    ns = namespaces or {}
     return orjson.dumps({"resourceSpans": [
         {"resource": {"attributes": [{"key": k, "value": {"stringValue": v}} for k, v in
-                                     _resource_attrs(log, deployment)]},
+                                     _resource_attrs(log, ns.get(log, deployment))]},
          "scopeSpans": [{"scope": {"name": SCOPE, "version": version}, "spans": [_span_json(s) for s in spans]}]}
         for log, spans in batch.items() if spans]})
 
 
-def request_proto(batch: Mapping[str, list[Span]], deployment: str, version: str) -> bytes:
-    """One ``ExportTraceServiceRequest`` as protobuf bytes (the ``otlp`` extra)."""
+def request_proto(batch: Mapping[str, list[Span]], deployment: str, version: str,
+                  namespaces: Mapping[str, str] | None = None) -> bytes:
+    """One ``ExportTraceServiceRequest`` as protobuf bytes (the ``otlp`` extra); the
+    namespaces as for ``request_json``."""
+    ns = namespaces or {}
     from wardrik_cli.extras import need
 
     svc = need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
@@ -567,7 +586,7 @@ def request_proto(batch: Mapping[str, list[Span]], deployment: str, version: str
         if not spans:
             continue
         rs = req.resource_spans.add()
-        for k, v in _resource_attrs(log, deployment):
+        for k, v in _resource_attrs(log, ns.get(log, deployment)):
             rs.resource.attributes.add(key=k).value.string_value = v
         ss = rs.scope_spans.add()
         ss.scope.name, ss.scope.version = SCOPE, version
@@ -805,10 +824,12 @@ def _decoder(view: LogView, on_corrupt: OnCorrupt) -> Callable[[int, bytes], dic
 def export(logs: Iterable[Log], after: Cursor | None, send: Callable[[Mapping[str, list[Span]]], None], *,
            deployment: str, run: str | None = None, since: str | None = None, content: bool = False,
            batch: int = BATCH, on_corrupt: OnCorrupt = None, warn: Callable[[str], None] | None = None,
-           ) -> ExportResult:
+           namespaces: dict[str, str] | None = None) -> ExportResult:
     """Read each log after ``after`` (see the module's contract), hand ``send`` batches of
     finished spans ({log: spans}), and return the counts and the next cursor (past every
-    event read; keys of other logs carried over). ``send`` raising stops the export."""
+    event read; keys of other logs carried over). ``send`` raising stops the export.
+    ``namespaces`` is filled, before a log's first spans are sent, with the deployment its
+    events name (their ``source``: the root that wrote them, not the one reading)."""
     res = ExportResult(next=dict(after or {}))
     pending: dict[str, list[Span]] = {}
     count = 0
@@ -854,6 +875,10 @@ def export(logs: Iterable[Log], after: Cursor | None, send: Callable[[Mapping[st
                     ev = line.event
                     if ev is None or (accepts is not None and not accepts(ev)):
                         continue
+                    if namespaces is not None and name not in namespaces:
+                        d = deployment_of(ev.get("source"))
+                        if d is not None:
+                            namespaces[name] = d
                     feed(ev, last)
                     if out:
                         mine = pending.setdefault(name, [])
