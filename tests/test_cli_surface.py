@@ -33,8 +33,8 @@ def test_version_from_the_executable():
 @pytest.fixture
 def two_roots(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    write_log(a / "acme/x.jsonl", 3)
-    write_log(b / "acme/x.jsonl", 5)
+    write_log(a / "acme/x.jsonl", 3, log_id="acme/x")
+    write_log(b / "acme/x.jsonl", 5, log_id="acme/x")
     return a, b
 
 

@@ -40,6 +40,7 @@ ERROR, WARNING = "error", "warning"
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _SEQ_RE = re.compile(r"[0-9]{12}")
+_SOURCE_RE = re.compile(r"wardrik://([a-z0-9][a-z0-9.-]{0,62})/(audit|agents/.+)")
 
 
 def _real_time(t: str) -> bool:
@@ -67,7 +68,7 @@ class Problem:
                 "severity": self.severity}
 
 
-def _event_problem(ev: object, is_audit: bool) -> str | None:
+def _event_problem(ev: object, is_audit: bool, log_id: str = "") -> str | None:
     if not isinstance(ev, dict):
         return "not a JSON object"
     if ev.get("specversion") != "1.0":
@@ -84,6 +85,12 @@ def _event_problem(ev: object, is_audit: bool) -> str | None:
     for key in ("source", "subject"):
         if not isinstance(ev.get(key), str) or not ev[key]:
             return f"{key} missing"
+    m = _SOURCE_RE.fullmatch(ev["source"])
+    if m is None or (m.group(2) != "audit" if is_audit else m.group(2) != f"agents/{log_id}" and log_id):
+        want = "wardrik://DEPLOYMENT/audit" if is_audit else f"wardrik://DEPLOYMENT/agents/{log_id or 'LOG'}"
+        return f"source {ev['source'][:120]!r} is not {want} (an event of another log, or not one wardrik wrote)"
+    if not is_audit and "prevhash" in ev:
+        return "prevhash in an agent log (only the audit log's events are chained)"
     if not isinstance(ev.get("time"), str) or not _TIME_RE.fullmatch(ev["time"]):
         return "time is not RFC 3339 UTC with microseconds"
     if not _real_time(ev["time"]):
@@ -126,7 +133,7 @@ def check_log(log: Log) -> Iterator[Problem]:
                 yield Problem(path, line_no, off, "corrupt line: not valid JSON")
                 expect, prev_hash = None, this_hash
                 continue
-            what = _event_problem(ev, log.is_audit)
+            what = _event_problem(ev, log.is_audit, "" if log.is_audit else log.name)
             if what:
                 yield Problem(path, line_no, off, f"corrupt line: {what}")
                 expect, prev_hash = None, this_hash
