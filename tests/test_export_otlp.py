@@ -338,7 +338,7 @@ def test_each_logs_namespace_is_the_deployment_its_events_name(root, cli, receiv
     env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf" if how == "proto" else "http/json"}
     assert cli("export", "otlp", "--endpoint", receiver.url, env=env).returncode == 0
     seen: dict[str, set[str]] = {}
-    for _path, headers, body in receiver.posts:
+    for _path, _headers, body in receiver.posts:
         if how == "json":
             for rs in orjson.loads(body)["resourceSpans"]:
                 attrs = {a["key"]: a["value"]["stringValue"] for a in rs["resource"]["attributes"]}
