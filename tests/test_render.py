@@ -150,11 +150,27 @@ def test_follow_printer_prints_a_streamed_message_once_whole_on_a_pipe():
                       "data": {"log": "acme/t", "count": 3}}))
     p.close()
     lines = c.file.getvalue().splitlines()
-    assert len(lines) == 5 and all(len(l) <= 100 for l in lines)
-    assert re.match(r"09:00:05 acme/t +~ message\.delta +m9 ▸ The rollback of v841 fixed it\. Next: watch", lines[2])
-    assert lines[2].endswith("…") and "\x1b" not in c.file.getvalue()
+    assert len(lines) == 5 and all(len(l) <= 100 for i, l in enumerate(lines) if i != 2)
+    # whole, on one line (before: cut at the width, as if a file had one)
+    assert re.fullmatch(r"09:00:05 acme/t +~ message\.delta +m9 ▸ The rollback of v841 fixed it\. Next: watch "
+                        r"p99 for an hour or two, then close the incident and write the report for the team\.", lines[2])
+    assert "\x1b" not in c.file.getvalue()
     assert "message.completed" in lines[3] and "⚠ 3 events of acme/t" in lines[4]
     assert " – events.dropped" in lines[4]
+
+
+def test_a_streamed_message_on_a_pipe_comes_after_its_days_line_and_says_what_it_left_out():
+    from wardrik_cli.cli.render.streams import KEEP, FollowPrinter
+
+    c = _console(80)
+    p = FollowPrinter(["acme/t"], c=c)
+    p(Item("acme/t", _ev(None, "message.delta", {"message": {"id": "m1"}, "delta": "x" * (KEEP + 500)},
+                         t="2026-10-23T01:00:00.000000Z")))
+    p(Item("acme/t", _ev(7, "message.completed", {"message": {"id": "m1"}}, t="2026-10-23T01:00:01.000000Z")))
+    p.close()
+    lines = c.file.getvalue().splitlines()
+    assert lines[0].startswith("2026-10-23 UTC ") and "message.delta" in lines[1], lines  # the day first
+    assert lines[1].endswith("x" * 10 + "… (500 more characters)") and "message.completed" in lines[2]
 
 
 def _copy(tmp_path):

@@ -14,7 +14,8 @@ Contract kept here:
   ``MAX_LINES`` lines (and half the screen); more streams are counted on the last line.
   The region is left as it is when the tail ends, the cursor under it.
 - Anywhere else (a pipe, a file, ``TERM=dumb``) nothing moves the cursor: a stream is printed
-  as one row when it ends, its text from the start, cut at the width with an ellipsis.
+  as one row when it ends (after its day's line, as any row), its text from the start on one
+  line, not cut at a width (its first ``KEEP`` characters, then how many more there were).
 - Delta text goes through ``cli.safe_text.safe`` before it is measured and cut (whitespace
   runs become one space; other controls are shown escaped), and the console sanitises
   everything once more on the way out.
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wardrik_cli.cli.render.console import clock, console
+from wardrik_cli.cli.render.console import clock, console, day_of
 from wardrik_cli.cli.render.events import SEQ_WIDTH, TYPE_WIDTH, EventLines, fit_log, log_style, log_width
 from wardrik_cli.cli.render.summary import delta_key, delta_text
 from wardrik_cli.cli.safe_text import flat as safe_flat
@@ -204,7 +205,12 @@ class FollowPrinter:
                 self._erase()
             else:
                 for st in ended:  # a pipe gets each message once, when it is whole, before what ended it
-                    self.lines._out(self._stream_line(st, self.c.width, newest=False))
+                    day = day_of(st.time)
+                    if day and day != self.lines.day and not self.lines.wide:  # its day line first, as a row's
+                        self.lines.day = day
+                        self.lines._day_line(day)
+                    # one line, not cut at a width: a file or a pipe has none to fit
+                    self.c.print(self._stream_line(st, self.c.width, newest=False), soft_wrap=True)
             for item in items:
                 self.lines.print(item)
             if self.region:
@@ -276,7 +282,8 @@ class FollowPrinter:
         if newest:
             t.append(last_cells(st.end(), max(1, width - cell_len(t.plain))), style=style)
         else:
-            t.append(st.start(), style=style)  # cut at the width, with an ellipsis, as it is printed
+            more = st.size - len(st.head) if st.size > KEEP else 0
+            t.append(st.start() + (f"… ({more:,} more characters)" if more > 0 else ""), style=style)
         return t
 
 
