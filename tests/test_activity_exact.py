@@ -308,14 +308,20 @@ def test_redraws_never_move_a_column(width):
     assert offsets(render(activity_table(frames[0]), width)) != heads[0] or width < 100
 
 
-def test_a_longer_log_widens_the_table_once_and_it_never_narrows():
+def test_a_longer_log_matched_later_is_cut_and_moves_no_column():
+    """The columns are fixed for the session (the README): before, a longer id widened the log
+    column once, moving every column after it (and "since" went on a narrow terminal)."""
     layout = ActivityLayout()
     short = {"acme/a": acts([TOOL], 2)}
     longer = {"acme/a": acts([TOOL], 2), "acme/a-much-longer-agent-name": acts([], 0)}
     first = offsets(render(watch_table(short, layout)))
-    grown = offsets(render(watch_table(longer, layout)))
-    after = offsets(render(watch_table(short, layout)))
-    assert grown["doing"] > first["doing"] and after == grown
+    shot = render(watch_table(longer, layout))
+    assert offsets(shot) == first
+    assert "acme/a-much-longer-agent-name" not in shot and "…" in shot  # cut, with an ellipsis
+    assert offsets(render(watch_table(short, layout))) == first
+    # a table of the logs at the start fits its longest id
+    both = ActivityLayout()
+    assert "acme/a-much-longer-agent-name" in render(watch_table(longer, both))
 
 
 def test_a_wide_cell_is_cut_not_wrapped_and_the_tick_changes_no_offset():

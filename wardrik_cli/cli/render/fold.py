@@ -196,7 +196,7 @@ class ActivityLayout:
 
     Widths only grow, never shrink, so a redraw moves no column: "for", "since" and "last
     run" start wide enough for ``59m 59s``, ``11-29 22:10`` and ``completed 59m ago``; "log"
-    is as wide as the logs matched at the start (a longer log matched later widens it once);
+    is as wide as the logs matched at the start (a longer id matched later is cut to it);
     "log" is cut at a third of the terminal; "doing" takes the rest of the terminal up to
     ``DOING_MAX`` (cut with an ellipsis). When the terminal is too narrow, "since" goes first
     (while doing would get less than ``SINCE_DOING``), then "last run" (while less than
@@ -222,6 +222,8 @@ class ActivityLayout:
             widest = max((c[name].cell_len for c in cells), default=0)
             if name == "log":
                 widest = min(widest, max(12, max_width // 3))  # a long log id is cut, not doing
+                if self.shown and not self.fit:
+                    continue  # a log matched later with a longer id is cut: the columns stay put
             if widest > self.widths[name]:
                 self.widths[name], grown = widest, True
         widest_doing = max((c["doing"].cell_len for c in cells), default=0)
