@@ -319,9 +319,12 @@ def test_a_longer_log_matched_later_is_cut_and_moves_no_column():
     assert offsets(shot) == first
     assert "acme/a-much-longer-agent-name" not in shot and "…" in shot  # cut, with an ellipsis
     assert offsets(render(watch_table(short, layout))) == first
-    # a table of the logs at the start fits its longest id
+    # a table of the logs at the start fits its longest id; so does one that started with none
     both = ActivityLayout()
     assert "acme/a-much-longer-agent-name" in render(watch_table(longer, both))
+    empty = ActivityLayout()
+    render(watch_table({}, empty))
+    assert "acme/a-much-longer-agent-name" in render(watch_table(longer, empty))
 
 
 def test_a_wide_cell_is_cut_not_wrapped_and_the_tick_changes_no_offset():

@@ -210,6 +210,7 @@ class ActivityLayout:
         self.widths: dict[str, int] = {name: len(head) if fit else max(least, len(head))
                                        for name, head, _r, least in _COLUMNS}
         self.width_of_terminal: int | None = None
+        self.logs_placed = False  # the log column sized to the first logs shown (a watch may start with none)
         self.shown: tuple[str, ...] = ()
         self.doing = 0
 
@@ -222,8 +223,9 @@ class ActivityLayout:
             widest = max((c[name].cell_len for c in cells), default=0)
             if name == "log":
                 widest = min(widest, max(12, max_width // 3))  # a long log id is cut, not doing
-                if self.shown and not self.fit:
+                if self.logs_placed and not self.fit:
                     continue  # a log matched later with a longer id is cut: the columns stay put
+                self.logs_placed = bool(cells)
             if widest > self.widths[name]:
                 self.widths[name], grown = widest, True
         widest_doing = max((c["doing"].cell_len for c in cells), default=0)
