@@ -456,6 +456,28 @@ def test_an_idle_log_whose_segments_remote_retention_deleted_is_not_held_back_he
     assert row["dropped"] == 20 and "held_back" not in row, row
 
 
+def test_a_failed_ship_of_a_log_made_again_records_no_position_and_compact_keeps_it(tmp_path):
+    """The log made again under the same id (other events, same sequences), its positions
+    cache lost: ship is refused; before, it had recorded the position it only guessed from the
+    store's listing, and the next compact dropped local events no store ever held."""
+    share = FolderTarget(tmp_path / "share")
+    r = make_root(tmp_path)
+    add(r, "a", events=10, first=1, days_ago=40, days=1)
+    ship(r, share.url)
+    add(r, "a", events=10, first=11, days_ago=39, days=1)
+    ship(r, share.url)
+    (r / "a.jsonl").unlink()
+    made_again = add(r, "a", events=20, first=1, days_ago=38, days=1)
+    for p in (r / ".wardrik/ship").glob("*.json"):
+        if not p.name.endswith(".slot.json"):
+            p.unlink()
+    p = run_cli("ship", share.url, "-o", "json", root=r)
+    assert p.returncode == 1, p.stderr
+    row = compact(r, "--retention", "30d")["a"]
+    assert row["dropped"] == 0 and row["held_back"] == 20, row
+    assert (r / "a.jsonl").read_bytes() == made_again
+
+
 def test_remote_compact_bad_input(tmp_path, target):
     for args in (["--max-ship-lag", "1d", "--retention", "1d"], ["--max-bytes", "1M", "--retention", "1d"], []):
         p = run_cli("--root", target.url, "compact", *args)

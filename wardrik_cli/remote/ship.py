@@ -377,6 +377,7 @@ class Shipper:
         self.known: dict[str, int] = {}  # positions this process confirmed in the store
         self.known_ino: dict[str, int | None] = {}  # the local file each was confirmed against
         self.retry_key: dict[str, str] = {}  # the store's newest key, tried again from the listing
+        self.wm_hash: dict[str, str | None] = {}  # a position from the store's watermark: its last line's hash
         self.owned: set[str] = set()
         self.refused: dict[str, str] = {}  # logs refused for good (two roots): not tried again
 
@@ -530,6 +531,7 @@ class Shipper:
                 pos = meta.last  # its lines are compacted away here: its metadata is all there is to go on
         if wm is not None and wm.next_sequence - 1 > pos:
             pos = wm.next_sequence - 1  # remote retention deleted what came before: never shipped again
+            self.wm_hash[ident] = wm.hash
         return self._after_gaps(src, pos, others), False
 
     def _after_gaps(self, src: Source, pos: int, others: list[remote_gaps.Other]) -> int:
@@ -589,11 +591,15 @@ class Shipper:
     def _ship_from(self, src: Source, ident: str, view: LogView, pos: int, row: LogShipped) -> None:
         off = view.offset_after_seq(pos)
         row.through = pos
-        if pos > 0 and self.cache.get(ident) is None:
-            # the store's position, though no segment of ours ends there (remote retention
-            # deleted them, its watermark says where the log goes on): local compaction reads
-            # it, and without it held back every event of an idle log for good. No key: the
-            # next ship asks the store again
+        wm_hash = self.wm_hash.pop(ident, None)
+        if off >= view.end and wm_hash is not None and self.cache.get(ident) is None \
+                and _line_hash(view, pos, newline=True) == wm_hash:
+            # Nothing to ship, and the store's position comes from its watermark (remote
+            # retention deleted every segment), whose record of the last line it dropped is
+            # the local line there: local compaction reads the position (without it, every
+            # event of an idle log was held back for good). Only so: a position merely
+            # guessed from a listing is confirmed by a segment's create first. No key: the
+            # next ship asks the store again.
             self.cache.put(ident, last=pos, key="", owner=self.root_id, tail=None)
         while off < view.end and not self.stop():
             seg = build_segment(view, off, self.segment_max)
@@ -646,9 +652,10 @@ class Shipper:
         return theirs.last, run[1]
 
 
-def _line_hash(view: LogView, seq: int) -> str | None:
-    """sha256 of the local line holding sequence ``seq`` (without its newline), or None when the
-    local log does not hold it (compacted away, past its end, or damaged there)."""
+def _line_hash(view: LogView, seq: int, *, newline: bool = False) -> str | None:
+    """sha256 of the local line holding sequence ``seq`` (without its newline; with it when
+    ``newline``, as a compaction record hashes a line), or None when the local log does not
+    hold it (compacted away, past its end, or damaged there)."""
     if view.fd is None or not view.first_seq() <= seq <= view.last_seq():
         return None
     off = view.offset_after_seq(seq - 1)
@@ -660,7 +667,7 @@ def _line_hash(view: LogView, seq: int) -> str | None:
             return None
     except (CorruptLedger, LogRefused):
         return None
-    return hashlib.sha256(item[1]).hexdigest()
+    return hashlib.sha256(item[1] + b"\n" if newline else item[1]).hexdigest()
 
 
 def ship_forever(shipper: Shipper, srcs: Callable[[], list[Source]], *, interval: float,
