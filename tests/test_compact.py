@@ -257,6 +257,21 @@ def _cutoff(days: float) -> str:
     return (datetime.utcnow() - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def test_an_event_stamped_in_the_future_is_said_by_compact_and_check(cli, root):
+    """Every event appended after it repeats its time, so retention never drops them: before,
+    neither compact nor check said a word."""
+    spread(root, events=10, days=30)
+    path = root / "acme/big.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    ev = orjson.loads(lines[-1])
+    ev["time"] = "2099-01-01T00:00:00.000000Z"
+    path.write_bytes(b"".join(lines[:-1]) + orjson.dumps(ev) + b"\n")
+    row = compact_json(cli, "--retention", "1d")["logs"][0]
+    assert any("2099-01-01T00:00:00.000000Z, in the future" in n for n in row["notes"]), row
+    p = cli("check")
+    assert p.returncode == 0 and b"is in the future" in p.stdout and b"(warning)" in p.stdout, p.stdout
+
+
 def test_torn_tail_cut_even_when_nothing_is_old(cli, root):
     spread(root, events=10, days=1)
     path = root / "acme/big.jsonl"

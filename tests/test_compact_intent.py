@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -26,7 +26,7 @@ from ledgergen import START, write_log
 
 INTENT = ".wardrik/compact-intent.jsonl"
 OLD = START - timedelta(days=400)
-NEW = START + timedelta(days=10_000)
+NEW = datetime.now(UTC) - timedelta(hours=1)  # kept by a 30-day retention (and not in the future: no note)
 DROPS = {"acme/a": 30, "acme/b": 10}
 
 

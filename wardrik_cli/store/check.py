@@ -24,12 +24,13 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
 from wardrik_cli.protocol.envelope import parse_traceparent
+from wardrik_cli.protocol.times import format_dt
 from wardrik_cli.store.log import Log
 from wardrik_cli.store.recorded_gaps import KIND, RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.protocol.catalogue import AUDIT, KEPT, PREFIX, TYPES, validate_data
@@ -122,6 +123,8 @@ def check_log(log: Log) -> Iterator[Problem]:
             wm = view.watermark()
             prev_hash = wm.hash if wm else None
         line_no = 0
+        future = format_dt(datetime.now(UTC) + timedelta(days=1))  # a day: more than any clock's skew
+        told_future = False
         recorded: dict[int, RecordedGap] | None = None  # read when the first hole is met
         firsts: list[int] = []  # its first sequences, sorted (recorded_gaps.covered)
         for off, raw in view.iter_raw(0):
@@ -164,6 +167,11 @@ def check_log(log: Log) -> Iterator[Problem]:
                 else:
                     yield Problem(path, line_no, off, f"sequence {ev['sequence']} repeats or goes back "
                                   f"(expected {expect:012d})")
+            if not told_future and ev["time"] > future:
+                told_future = True
+                yield Problem(path, line_no, off, f"time {ev['time']} is in the future: the events appended after "
+                              "it repeat it (times never go back), so retention drops none of them before then",
+                              WARNING)
             if prev_time is not None and ev["time"] < prev_time:
                 yield Problem(path, line_no, off, f"time {ev['time']} is earlier than the previous event's {prev_time}",
                               WARNING)

@@ -82,7 +82,7 @@ from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
 from wardrik_cli.store.fsutil import fsync_dir, open_regular, read_capped, remove_below, write_all, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, peek
+from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, line_time, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import check_lockable, locked, try_lock
 from wardrik_cli.store.ship_slots import Slot, kind_of, record_gaps
@@ -431,8 +431,12 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                 lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
                 max_bytes: int | None = None, batch: Batch | None = None,
                 slots: list[Slot] | None = None, lag_cutoff: str | None = None,
-                skip_corrupt: bool = False) -> LogResult:
+                skip_corrupt: bool = False, future: str | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
+
+    ``future``: a time past which an event is in the future (a day past now): a log whose
+    newest event is stamped so gets a note, since every event appended after it repeats that
+    time and no retention will drop them until then.
 
     A part to drop whose sequence breaks (a line deleted or repeated by hand there or at its
     edge, or a log that starts after sequence 1 with no compaction record saying why) is not
@@ -487,6 +491,12 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if backwards:
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
                              "after the cutoff was dropped; older events after it were kept")
+        if future is not None and last is not None:
+            when = line_time(last[1])
+            if when is not None and when > future:
+                res.notes.append(f"its newest event is stamped {when}, in the future: the events appended after "
+                                 "it repeat that time (times never go back), so retention drops none of them "
+                                 "before then (see `wardrik check`)")
         run_mark = 0
         went: int | None = None  # events dropped, where the sequences would say otherwise
         if cut > 0:
@@ -1016,6 +1026,9 @@ def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[s
                       "records them") from None
 
 
+FUTURE_SLACK = timedelta(days=1)  # an event stamped this far past now is in the future (no clock skew is a day)
+
+
 def _audit_usable(root: Root) -> None:
     """Refuse the sweep (``Failure``, nothing dropped) when the audit log could not take its
     ``ledger.compacted``: its lock file cannot be had (a folder, a FIFO, a link there) or the
@@ -1082,6 +1095,10 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
             lag_cutoff = format_dt((now or datetime.now(UTC)) - parse_duration(max_ship_lag))
         except OverflowError:
             lag_cutoff = format_dt(datetime.min)  # a lag longer than history lets nothing go
+    try:
+        future: str | None = format_dt((now or datetime.now(UTC)) + FUTURE_SLACK)
+    except OverflowError:
+        future = None
     result = SweepResult(cutoff, retention, dry_run, max_bytes=max_bytes, max_ship_lag=max_ship_lag)
     if not dry_run:
         why = root.read_only()
@@ -1137,7 +1154,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     # a torn tail cut (its bytes kept beside) is tidying, no failure: ``notice``
                     r = compact_log(log, cutoff, dry_run=dry_run, warn=notice or warn, lock_timeout=lock_timeout,
                                     max_bytes=None if log.is_audit else max_bytes, batch=batch,
-                                    slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt)
+                                    slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future)
                 except (WardrikError, OSError) as e:
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
