@@ -129,11 +129,12 @@ def test_where_parses_and_refuses():
     assert (w.path, w.op, w.number) == (("data", "attempt"), ">=", 3.0)
     assert Where.parse("data.note = 'two words '").value == "two words "
     for bad in ("data.x", "data.x ?? 3", "data.n < abc", "data..x=1", "=3", "data.n > nan",
-                "data.task == t1", "data.task=~t1", "data.n => 3"):  # before: read as = with a value '= t1'
+                "data.task == t1", "data.task=~t1"):  # before: read as = with a value '= t1'
         with pytest.raises(Exception) as e:
             Where.parse(bad)
         assert "--where" in str(e.value)
     assert Where.parse("data.task = =t1").value == "=t1"  # a value that starts so: after a space
+    assert Where.parse("data.id=<none>").value == "<none>" and Where.parse("data.x=!y").value == "!y"
 
 
 def _write(path: Path, events: list[dict]) -> None:

@@ -377,9 +377,9 @@ class Where:
             raise BadInput(f"bad --where {text!r}: expected {_WHERE_FORMS}")
         path_text, op, value = m.group(1), m.group(2), m.group(3).strip()
         glued = text[m.end(2):m.end(2) + 1]
-        if op == "=" and glued and glued in "=~<>!":
-            # `==`, `=~`, `=>`: another language's operator, not a value starting with one (a
-            # value that does is written after a space: `data.x = =y`)
+        if op == "=" and glued and glued in "=~":
+            # `==`, `=~`: another language's operator, not a value starting with one (a value
+            # that does is written after a space: `data.x = =y`)
             raise BadInput(f"bad --where {text!r}: {op + glued!r} is not an operator; use one of "
                            f"{' '.join(WHERE_OPS)}")
         if value[:1] in "\"'" and len(value) >= 2 and value[-1] == value[0]:
