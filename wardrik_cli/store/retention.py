@@ -517,8 +517,6 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                     raise Failure(f"{broken} (see `wardrik check`); not compacted (--skip-corrupt drops it anyway)")
                 res.notes.append(f"{broken}; dropped anyway (--skip-corrupt): {n_events} event(s) went")
                 res.dropped = went = n_events
-            elif bad:
-                res.dropped = went = n_events  # the damaged lines are kept beside, not counted as events
             if bad:
                 res.damaged = len(bad)
                 if not dry_run:
@@ -794,6 +792,7 @@ class _Intent:
         line = orjson.dumps({"logs": [{"log": s.log.name, "audit": s.log.is_audit, "dropped": s.dropped,
                                        "next": s.next_seq} for s in cut]}) + b"\n"
         if not self.written:
+            _audit_usable(self.root)  # the first drop of the sweep: its record must be possible
             head = {**self.header, "started": format_dt(datetime.now(UTC)), "audit_mark": _audit_mark(self.root)}
             line = orjson.dumps(head) + b"\n" + line
         if self.size + len(line) > MAX_INTENT_BYTES:
@@ -1041,7 +1040,7 @@ def _audit_usable(root: Root) -> None:
             os.close(open_regular(audit.path, os.O_WRONLY | os.O_APPEND))
     except (WardrikError, OSError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise Failure(f"cannot record ledger.compacted in the audit log ({why}); nothing was swept") from None
+        raise Failure(f"cannot record ledger.compacted in the audit log ({why}); not compacted") from None
 
 
 def default_actor() -> str:
@@ -1128,7 +1127,6 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                 (notice or warn)(f"removed {p}, left by a compaction that did not finish")  # tidied: no failure
             # before this sweep changes any log's start: what an earlier one dropped is told apart
             recover_intent(root, warn, notice or warn, deployment)
-            _audit_usable(root)
         logs = logs_of(root)
         # Read once, at the start: a position can only grow meanwhile (holding back more than
         # needed), and a target registered after this point counts from the next sweep.
