@@ -440,7 +440,8 @@ def test_follow_retries_an_unreachable_endpoint(tmp_path):
 # bad input and a bad store
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("url", ["http://example.com/x", "ftp://h/p", "s3:///no-bucket", "/tmp/plain/path",
-                                 "file://host/share", "s3", "s3://ledgers/a\x01b", "s3://ledgers/a\x7fb"])
+                                 "file://host/share", "s3", "s3://ledgers/a\x01b", "s3://ledgers/a\x7fb",
+                                 "s3://ledgers/a\tb", "s3://ledgers/a\nb"])
 def test_a_target_that_is_not_s3_or_file_is_refused(tmp_path, url):
     r = make_root(tmp_path)
     p = run_cli("ship", url, root=r)
@@ -463,6 +464,40 @@ def test_one_place_spelled_several_ways_is_one_registration(tmp_path):
     assert len(list((r / ".wardrik/ship").glob("*.slot.json"))) == 1
     run_cli("ship", "--forget", share.url + "/", root=r, check=True)
     assert list((r / ".wardrik/ship").glob("*.slot.json")) == []
+
+
+def _legacy_registration(r: Path, url: str) -> str:
+    """A registration as the version before one-spelling-per-place wrote it for ``url``: its
+    file keyed by the URL less its trailing slashes, its positions beside it."""
+    import hashlib as _h
+
+    key = _h.sha256(url.rstrip("/").encode()).hexdigest()[:16]
+    d = r / ".wardrik/ship"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{key}.slot.json").write_bytes(orjson.dumps({"target": url, "deployment": "local", "patterns": None,
+                                                       "registered": "2026-11-01T00:00:00.000000Z"}))
+    (d / f"{key}.json").write_bytes(orjson.dumps({"target": url, "logs": {}}))
+    return key
+
+
+@pytest.mark.parametrize("how", ["forget", "ship"])
+def test_a_registration_an_older_version_spelled_otherwise_is_forgotten_or_taken_over(tmp_path, how):
+    """Before, --forget of the place missed it ('not registered') and compact held back
+    events for it for good."""
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    run_cli("append", "a", "run.started", root=r, check=True)
+    odd = share.url[:share.url.rindex("/share")] + "//share/"  # one place, another spelling
+    key = _legacy_registration(r, odd)
+    if how == "forget":
+        p = run_cli("ship", "--forget", share.url, root=r)
+        assert p.returncode == 0 and b"not registered" not in p.stderr, p.stderr
+    else:
+        assert ship(r, share.url).returncode == 0
+    names = sorted(p.name for p in (r / ".wardrik/ship").iterdir())
+    assert not any(n.startswith(key) for n in names), names
+    assert len([n for n in names if n.endswith(".slot.json")]) == (0 if how == "forget" else 1)
 
 
 def test_an_unreachable_endpoint_is_one_error_line(tmp_path):

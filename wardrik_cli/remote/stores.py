@@ -156,15 +156,16 @@ class Store:
 
 def open_store(url: str, env: Mapping[str, str]) -> Store:
     """The store a target URL names (``BadInput`` for anything but s3:// and file://)."""
+    if isinstance(url, str) and any(ord(c) < 0x20 or ord(c) == 0x7f for c in url):
+        # refused before urlsplit, which drops a tab or a newline without a word
+        raise BadInput(f"{url!r} is not a target: it has a control character; use s3://BUCKET/PREFIX or "
+                       "file:///PATH")
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is not None and parts.scheme == "s3" and parts.netloc and not parts.query and not parts.fragment:
         prefix = parts.path.strip("/")
         if prefix and any(seg in ("", ".", "..") for seg in prefix.split("/")):
             # the S3 client refuses such a key before any request (it read as "no answer")
             raise BadInput(f"{url!r} is not a target: its prefix has an empty, . or .. part; "
-                           "use s3://BUCKET/PREFIX, e.g. s3://ledgers/prod")
-        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in parts.netloc + prefix):
-            raise BadInput(f"{url!r} is not a target: it has a control character; "
                            "use s3://BUCKET/PREFIX, e.g. s3://ledgers/prod")
         return S3Store(url, parts.netloc, prefix, env)
     if parts is not None and parts.scheme == "file" and parts.netloc in ("", "localhost") \

@@ -164,7 +164,9 @@ def load(root: Root) -> list[Slot]:
             out.append(Slot(f"(unreadable registration {ship_dir(root) / n})", "", None, readable=False))
             continue
         slot = Slot(d["target"], d["deployment"], d.get("patterns"))
-        pos = _load(positions_path(root, slot.target))
+        # its positions beside it, by its own file's key (one an older version named by
+        # another spelling of the target is still read)
+        pos = _load(ship_dir(root) / (n[:-len(SLOT_SUFFIX)] + POSITIONS_SUFFIX))
         if isinstance(pos, dict) and isinstance(pos.get("logs"), dict):
             for ident, entry in pos["logs"].items():
                 last = entry.get("last") if isinstance(entry, dict) else None
@@ -188,19 +190,32 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
             merged = None
         else:
             merged = sorted(set(had) | set(patterns)) if isinstance(had, list) else None
-        if old.get("deployment") == deployment and merged == had:
-            return
+        same = old.get("deployment") == deployment and merged == had
     else:
         merged = sorted(set(patterns)) if patterns is not None else None
-    doc = {"target": url, "deployment": deployment, "patterns": merged,
-           "registered": old.get("registered") if isinstance(old, dict) and old.get("registered") else now()}
-    try:
-        root.state_dir(path)
-        write_atomic(path, orjson.dumps(doc) + b"\n", durable=True)
-    except NotRegular as e:
-        raise Failure(f"cannot register the ship target: {e}; nothing shipped") from None
-    except OSError as e:
-        raise Failure(f"cannot register the ship target in {path}: {e.strerror or e}; nothing shipped") from None
+        same = False
+    if not same:
+        doc = {"target": url, "deployment": deployment, "patterns": merged,
+               "registered": old.get("registered") if isinstance(old, dict) and old.get("registered") else now()}
+        try:
+            root.state_dir(path)
+            write_atomic(path, orjson.dumps(doc) + b"\n", durable=True)
+        except NotRegular as e:
+            raise Failure(f"cannot register the ship target: {e}; nothing shipped") from None
+        except OSError as e:
+            raise Failure(f"cannot register the ship target in {path}: {e.strerror or e}; nothing shipped") from None
+    # A registration of the same place under another spelling (an older version's) goes, once
+    # this one is durable: this one holds back what the target lacks from now on, and its
+    # shipper records positions here; a gap record of it becomes this one's, unless there is one.
+    for key in _other_spellings(root, url):
+        legacy_gaps = ship_dir(root) / (key + GAPS_SUFFIX)
+        try:
+            if legacy_gaps.exists() and not gaps_path(root, url).exists():
+                os.replace(legacy_gaps, gaps_path(root, url))
+            for suffix in (POSITIONS_SUFFIX, SLOT_SUFFIX):  # the registration last
+                (ship_dir(root) / (key + suffix)).unlink(missing_ok=True)
+        except OSError:
+            pass  # left as it is: it holds back more than needed, never less
 
 
 def registered_deployment(root: Root, url: str) -> tuple[str, str] | None:
@@ -213,10 +228,32 @@ def registered_deployment(root: Root, url: str) -> tuple[str, str] | None:
     return None
 
 
+def _other_spellings(root: Root, url: str) -> list[str]:
+    """Keys of registrations of ``url`` under another spelling (written by a version that kept
+    ``S3://b//p`` and ``s3://b/p`` apart): the same place, files of another name."""
+    url = normal_url(url)
+    mine = target_key(url)
+    try:
+        names = os.listdir(ship_dir(root))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        if n.endswith(SLOT_SUFFIX) and not n.startswith(".") and n[:-len(SLOT_SUFFIX)] != mine:
+            d = _load(ship_dir(root) / n)
+            if isinstance(d, dict) and isinstance(d.get("target"), str) and normal_url(d["target"]) == url:
+                out.append(n[:-len(SLOT_SUFFIX)])
+    return out
+
+
 def forget(root: Root, url: str) -> list[Path]:
-    """Remove the registration of ``url``, its positions and gap records; the files removed."""
+    """Remove the registration of ``url`` (under any spelling of it), its positions and gap
+    records; the files removed."""
     removed: list[Path] = []
-    for p in (slot_path(root, url), positions_path(root, url), gaps_path(root, url)):
+    d = ship_dir(root)
+    others = [d / (k + suffix) for k in _other_spellings(root, url)
+              for suffix in (SLOT_SUFFIX, POSITIONS_SUFFIX, GAPS_SUFFIX)]
+    for p in (slot_path(root, url), positions_path(root, url), gaps_path(root, url), *others):
         state_dirs(p)  # NotRegular (a Failure) for a linked folder: nothing removed through it
         try:
             p.unlink()
