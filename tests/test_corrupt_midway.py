@@ -131,3 +131,20 @@ def _cursor(c: dict) -> str:
     from wardrik_cli.protocol.cursor import encode_cursor
 
     return encode_cursor(c)
+
+
+@pytest.mark.parametrize("args", [["fold", "M", "-o", "json"], ["activity", "-o", "json"]])
+def test_skip_corrupt_reads_on_past_a_corrupt_first_line(tmp_path, args):
+    """The look for a missing start read the first line outside --skip-corrupt and stopped there."""
+    r = tmp_path / "root"
+    _log(r, "M", 3, bad=1)
+    p = run_cli(*args, "--skip-corrupt", root=r)
+    assert p.returncode == 0 and b"skipping" in p.stderr and b"error:" not in p.stderr, p.stderr
+
+
+def test_since_past_a_corrupt_line_does_not_call_the_times_unsorted(tmp_path):
+    r = tmp_path / "root"
+    lines = _log(r, "M", 5, bad=2)
+    since = orjson.loads(lines[3])["time"]
+    p = run_cli("page", "M", "--since", since, "--skip-corrupt", "-o", "jsonl", root=r)
+    assert p.returncode == 0 and _seqs(p.stdout) == [4, 5] and b"not in order" not in p.stderr, p.stderr

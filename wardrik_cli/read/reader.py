@@ -196,7 +196,10 @@ def missing_start(view: LogView) -> bool:
     """Does the log start after sequence 1 with no compaction record (and no damaged first
     line, which the read reports itself)? Then the read from before its first event warns of
     the gap, as of any other."""
-    return view.first_seq() > 1 and not view.first_was_damaged and view.watermark() is None
+    try:
+        return view.first_seq() > 1 and not view.first_was_damaged and view.watermark() is None
+    except CorruptLedger:
+        return False  # a damaged first line: the read meets it and says so (or skips it, told)
 
 
 def window_reaches_dropped(view: LogView, position: int, since: str | None) -> bool:

@@ -661,7 +661,9 @@ class LogView:
             when = line_time(raw)
             if when is None and isinstance(raw, lines.Head):
                 continue  # a long line's head not in this tool's shape: the reader decodes it when it reads it
-            if when is None or when >= t:  # a damaged line too: let the reader meet it from the start
+            if when is None:
+                return 0  # a damaged line: the reader meets it from the start (its times may be in order)
+            if when >= t:
                 self.sorted_by_time = False
                 return 0
         return off
