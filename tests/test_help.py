@@ -173,3 +173,9 @@ def test_errors_suggest_the_fix(tmp_path, args, hint):
     p = run_cli(*args, root=root)
     assert p.returncode == 2 and p.stderr.startswith(b"error: ") and hint in p.stderr, p.stderr
     assert b"Traceback" not in p.stderr and p.stdout == b""
+
+
+def test_bracketed_text_in_help_is_shown_not_taken_for_markup():
+    """Rich took `[prices]` and `[prices."anthropic:..."]` for markup and dropped them."""
+    out = run_cli("stats", "--help", env={"COLUMNS": "300"}).stdout.decode()
+    assert "file's [prices] tables" in out and '[prices."anthropic:claude-haiku-4-5"]' in out, out

@@ -43,7 +43,7 @@ StatsFormatOpt = Annotated[StatsFormat | None, typer.Option(
     help="pretty (Rich, default on a terminal), json (default otherwise), jsonl (a group a line) or csv.")]
 PricesOpt = Annotated[Path | None, typer.Option(
     "--prices", metavar="FILE", show_default=False,
-    help="Price model calls from this TOML file's [prices] tables (a root's config.toml will do) "
+    help="Price model calls from this TOML file's \\[prices] tables (a root's config.toml will do) "
          "instead of the root's: for a remote root (s3://, file://), which has no config.")]
 
 
@@ -68,7 +68,7 @@ def stats(
     --by type counts events. A call counts when its end is in the window (no duration if
     its start is not). Tokens are the message.completed data.usage sums. Cost is a call's
     data.cost_usd, else its usage times the model's price in .wardrik/config.toml
-    ([prices."anthropic:claude-haiku-4-5"] input_per_mtok, output_per_mtok, optional
+    (\\[prices."anthropic:claude-haiku-4-5"] input_per_mtok, output_per_mtok, optional
     cache_read_per_mtok, cache_creation_per_mtok), else unknown: a group's cost is blank
     unless every model call in it has one (never a guess). Percentiles are nearest-rank,
     exact up to 4,096 calls a group, then within 0.5%. Without --since/--until, each log's
