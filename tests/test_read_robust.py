@@ -313,3 +313,22 @@ def test_a_read_over_many_logs_still_tells_each_gap_and_repeat(root):
     assert [e for e in err if "m/l07: sequence 3 is missing" in e] and [e for e in err if "m/l50: sequence 4" in e]
     assert len(err) == 2, err
     assert len(jsonl(p.stdout)) == 70 * 5 - 1
+
+
+def test_a_pages_own_cursor_past_swapped_last_lines_is_taken_by_the_next_page(tmp_path):
+    """Sequences 1,2,4,3: the page moves its cursor past 4, the highest; before, the next page
+    refused that cursor ('is at 4 but the log ends at 3'), so a --cursor-file reader was stuck."""
+    root = tmp_path / "r"
+    for i in range(4):
+        run_cli("append", "L", "trigger.fired", "--data", f'{{"trigger": {{"name": "t{i}"}}}}', "--no-sync",
+                root=root, check=True)
+    path = root / "L.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2] + [lines[3], lines[2]]))
+    cur = tmp_path / "cur"
+    first = run_cli("page", "L", "--cursor-file", str(cur), "-o", "jsonl", root=root)
+    assert first.returncode == 0 and len(jsonl(first.stdout)) == 3, first.stderr
+    again = run_cli("page", "L", "--cursor-file", str(cur), "-o", "jsonl", root=root)
+    assert again.returncode == 0 and again.stdout == b"", again.stderr
+    past = run_cli("page", "L", "--after", "eyJMIjo1fQ", root=root)  # {"L":5}: past every line
+    assert past.returncode == 2 and b"bad cursor" in past.stderr

@@ -30,7 +30,7 @@ from wardrik_cli.store.layout import Root
 from wardrik_cli.protocol.names import has_wildcards
 from wardrik_cli.read.merge import Entry, Source, merge_batches
 from wardrik_cli.read.scan import OnGap, OnRepeat
-from wardrik_cli.store.log import Log, LogView, decode_event, head_envelope, peek
+from wardrik_cli.store.log import Log, LogView, decode_event, head_envelope, lines_before, peek
 from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, older_than, read_gaps
 from wardrik_cli.read.scan import scan
 from wardrik_cli.read.whole import whole_span
@@ -225,9 +225,29 @@ def window_reaches_dropped(view: LogView, position: int, since: str | None) -> b
 
 
 def check_position(view: LogView, position: int) -> None:
+    """Refuse a position past the log's end: past its last line's sequence, unless a line in
+    the ``POSITION_LOOK_BACK`` bytes before the end holds that sequence or a later one (a log
+    whose last lines are out of order, where a read's own cursor moved past the highest)."""
     last = view.last_seq()
-    if position > last:
+    if position > last and not _holds_at_least(view, position):
         raise BadCursor(f"bad cursor: {view.log.name} is at {position} but the log ends at {last}")
+
+
+POSITION_LOOK_BACK = 1 << 20
+
+
+def _holds_at_least(view: LogView, seq: int) -> bool:
+    if view.fd is None:
+        return False
+    for raw in lines_before(view.fd, view.end, POSITION_LOOK_BACK):
+        p = peek(raw)
+        try:
+            got = int(p[1]) if p is not None else int(decode_event(raw)["sequence"])
+        except ValueError:
+            continue
+        if got >= seq:
+            return True
+    return False
 
 
 KEEP_OPEN = 64  # over this many logs, a log's file is open only while its blocks are read
