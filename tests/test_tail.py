@@ -529,6 +529,30 @@ def test_a_stop_signal_during_exec_back_off_ends_the_tail_at_once(root, tmp_path
     _no_traceback(t.err)
 
 
+@pytest.mark.subprocess
+def test_exec_ends_when_its_output_pipe_closes_while_idle(root, tmp_path):
+    """As tail -f without --exec does (the contract: a closed pipe is noticed even while no
+    events arrive); before, it went on until an event came and its command failed."""
+    add(root, "e/a", "x")
+    ready = tmp_path / "ready"
+    read, write = os.pipe()
+    p = subprocess.Popen([WARDRIK, "--root", str(root), "tail", "-f", "e/a", "-n", "1", "--exec",
+                          f"cat > /dev/null; touch {ready}"], stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    try:
+        deadline = time.monotonic() + LIVE_WAIT
+        while not ready.exists():  # the read-back's event handled: it follows, idle
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.05)
+        os.close(read)
+        rc = p.wait(timeout=60)  # a ceiling: idle, it would follow for ever
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("tail -f --exec did not notice its reader went away")
+    assert rc == 0
+    _no_traceback(p.stderr.read() if p.stderr else b"")
+
+
 def test_pretty_is_one_line_per_event(root, cli):
     add(root, "acme/a", "hello")
     p = cli("tail", "acme/a", "--format", "pretty")

@@ -304,7 +304,8 @@ def _run_exec(root: Root, logs_fn: Callable[[], list[Log]], after: Cursor | None
                         backoff=(inv.settings.exec_backoff_s, max(EXEC_BACKOFF_S[1], inv.settings.exec_backoff_s)),
                         logs_fn=logs_fn, filters=kw["filters"], start=after, n=kw["n"], follow=kw["follow"],
                         retries=None if kw["follow"] else EXEC_RETRIES, on_corrupt=kw["on_corrupt"],
-                        warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"])
+                        warn=kw["warn"], poll_s=kw["poll_s"], watch_step_ms=kw["watch_step_ms"],
+                        hangup_fd=inv.stdout_fd() if kw["follow"] else None)  # a closed pipe ends it, even idle
     if kw["follow"] and saver.path is not None:
         listener.on_following = saver.save  # a listener killed before its first event restarts from here
     end = listener.run()

@@ -58,7 +58,7 @@ class Listener:
                  start: Cursor | None = None, n: int = 0, follow: bool = True,
                  retries: int | None = None, on_corrupt: OnCorrupt = None,
                  warn: Callable[[str], None] | None = None, poll_s: float | None = None,
-                 watch_step_ms: int | None = None):
+                 watch_step_ms: int | None = None, hangup_fd: int | None = None):
         from wardrik_cli.follow.follower import agent_logs_fn
 
         self.root = root
@@ -73,6 +73,7 @@ class Listener:
         self.start, self.n, self.follow, self.retries = start, n, follow, retries
         self.on_corrupt, self.warn = on_corrupt, warn
         self.poll_s, self.watch_step_ms = poll_s, watch_step_ms
+        self.hangup_fd = hangup_fd  # a descriptor whose hang-up ends the listener (the CLI's stdout)
         self.cursor: str | None = None  # past the event being handled
         self.item: Item | None = None  # the event being handled
         self.failures = 0  # in all
@@ -116,7 +117,7 @@ class Listener:
             f = tail_items(self.root, self._logs_fn, after=start, n=n, follow=self.follow, filters=self.filters,
                            deployment=self.deployment, on_corrupt=self.on_corrupt,
                            live=self.patterns if self.live and self.patterns else False, warn=self.warn,
-                           poll_s=self.poll_s, watch_step_ms=self.watch_step_ms)
+                           poll_s=self.poll_s, watch_step_ms=self.watch_step_ms, hangup_fd=self.hangup_fd)
             self._follower = f
             f.on_following = self.on_following
             if self._stop.is_set():
