@@ -320,8 +320,7 @@ def test_a_pages_own_cursor_past_swapped_last_lines_is_taken_by_the_next_page(tm
     refused that cursor ('is at 4 but the log ends at 3'), so a --cursor-file reader was stuck."""
     root = tmp_path / "r"
     for i in range(4):
-        run_cli("append", "L", "trigger.fired", "--data", f'{{"trigger": {{"name": "t{i}"}}}}', "--no-sync",
-                root=root, check=True)
+        add(root, "L", f"t{i}")
     path = root / "L.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:2] + [lines[3], lines[2]]))
