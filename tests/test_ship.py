@@ -500,6 +500,26 @@ def test_a_registration_an_older_version_spelled_otherwise_is_forgotten_or_taken
     assert len([n for n in names if n.endswith(".slot.json")]) == (0 if how == "forget" else 1)
 
 
+def test_taking_over_an_older_registration_keeps_what_it_covered(tmp_path):
+    """The older registration covered a/* only; a ship of b/* to the same place took it over
+    and dropped a/*, so compact would have dropped a's events, never shipped (found by review)."""
+    share = s3_server.FolderTarget(tmp_path / "share")
+    r = tmp_path / "root"
+    run_cli("init", root=r, check=True)
+    for log in ("a/one", "b/two"):  # two days old
+        write_spread(r / f"{log}.jsonl", events=3, days=0.01, end_ns=time.time_ns() - 2 * DAY_NS, log_id=log)
+    odd = share.url[:share.url.rindex("/share")] + "//share"
+    key = _legacy_registration(r, odd)
+    slot = r / ".wardrik/ship" / f"{key}.slot.json"
+    slot.write_bytes(orjson.dumps({**orjson.loads(slot.read_bytes()), "patterns": ["a/*"]}))
+    assert ship(r, share.url, "b/*").returncode == 0
+    [now] = [orjson.loads(p.read_bytes()) for p in (r / ".wardrik/ship").glob("*.slot.json")]
+    assert now["patterns"] == ["a/*", "b/*"], now
+    rows = {row["log"]: row for row in orjson.loads(run_cli("compact", "--retention", "1d", "--dry-run", "-o", "json",
+                                                            root=r).stdout)["logs"]}
+    assert rows["a/one"]["dropped"] == 0 and rows["a/one"]["held_back"] == 3, rows
+
+
 def test_an_unreachable_endpoint_is_one_error_line(tmp_path):
     r = make_root(tmp_path)
     started = time.monotonic()

@@ -183,17 +183,21 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
     url = normal_url(url)
     path = slot_path(root, url)
     old = _load(path)
-    merged: list[str] | None = None
+    legacy = _other_spellings(root, url)
+    # What it covers: the union of every run's patterns, those of a registration of the same
+    # place under another spelling too (taken over below); None (everything) wins. A legacy
+    # registration that cannot be read covers everything (it held back everything).
+    covers: list[Any] = [patterns]
     if isinstance(old, dict) and old.get("target") == url:
-        had = old.get("patterns")
-        if had is None or patterns is None:
-            merged = None
-        else:
-            merged = sorted(set(had) | set(patterns)) if isinstance(had, list) else None
-        same = old.get("deployment") == deployment and merged == had
-    else:
-        merged = sorted(set(patterns)) if patterns is not None else None
-        same = False
+        covers.append(old.get("patterns"))
+    for key in legacy:
+        d = _load(ship_dir(root) / (key + SLOT_SUFFIX))
+        covers.append(d.get("patterns") if isinstance(d, dict) else None)
+    merged: list[str] | None = None
+    if all(isinstance(c, list) for c in covers):
+        merged = sorted({p for c in covers for p in c})
+    same = (not legacy and isinstance(old, dict) and old.get("target") == url
+            and old.get("deployment") == deployment and merged == old.get("patterns"))
     if not same:
         doc = {"target": url, "deployment": deployment, "patterns": merged,
                "registered": old.get("registered") if isinstance(old, dict) and old.get("registered") else now()}
@@ -219,12 +223,14 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
 
 
 def registered_deployment(root: Root, url: str) -> tuple[str, str] | None:
-    """(deployment, when registered) of this root's registration for ``url``, None when there
-    is none (or it cannot be read: ``register`` then writes it anew)."""
+    """(deployment, when registered) of this root's registration for ``url`` (under any
+    spelling), None when there is none (or it cannot be read: ``register`` then writes it anew)."""
     url = normal_url(url)
-    old = _load(slot_path(root, url))
-    if isinstance(old, dict) and old.get("target") == url and isinstance(old.get("deployment"), str):
-        return old["deployment"], str(old.get("registered") or "")
+    for path in (slot_path(root, url), *(ship_dir(root) / (k + SLOT_SUFFIX) for k in _other_spellings(root, url))):
+        old = _load(path)
+        if isinstance(old, dict) and isinstance(old.get("target"), str) and normal_url(old["target"]) == url \
+                and isinstance(old.get("deployment"), str):
+            return old["deployment"], str(old.get("registered") or "")
     return None
 
 
