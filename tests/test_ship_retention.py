@@ -478,6 +478,24 @@ def test_a_failed_ship_of_a_log_made_again_records_no_position_and_compact_keeps
     assert (r / "a.jsonl").read_bytes() == made_again
 
 
+def test_an_audit_log_that_cannot_take_the_record_leaves_no_gap_record_either(tmp_path):
+    """The sweep is refused before a log's gap record is written: it claimed a drop it never
+    made, and left the record behind (found by review)."""
+    share = FolderTarget(tmp_path / "share")
+    r = make_root(tmp_path)
+    add(r, "a", events=2, first=1, days_ago=40, days=1)
+    ship(r, share.url)
+    add(r, "a", events=3, first=3, days_ago=35, days=1)  # not shipped, older than the lag
+    lock = r / ".wardrik/locks/@audit@lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir(parents=True)
+    before = (r / "a.jsonl").read_bytes()
+    p = run_cli("compact", "--retention", "30d", "--max-ship-lag", "1d", "-o", "json", root=r)
+    assert p.returncode == 1 and b"ledger.compacted" in p.stderr and b"gap is recorded" not in p.stderr, p.stderr
+    assert (r / "a.jsonl").read_bytes() == before
+    assert list((r / ".wardrik/ship").glob("*.gaps.json")) == []
+
+
 def test_remote_compact_bad_input(tmp_path, target):
     for args in (["--max-ship-lag", "1d", "--retention", "1d"], ["--max-bytes", "1M", "--retention", "1d"], []):
         p = run_cli("--root", target.url, "compact", *args)

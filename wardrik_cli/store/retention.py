@@ -431,9 +431,12 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                 lock_timeout: float | None = None, _after_bulk: Callable[[], None] | None = None,
                 max_bytes: int | None = None, batch: Batch | None = None,
                 slots: list[Slot] | None = None, lag_cutoff: str | None = None,
-                skip_corrupt: bool = False, future: str | None = None) -> LogResult:
+                skip_corrupt: bool = False, future: str | None = None,
+                before_drop: Callable[[], None] | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
 
+    ``before_drop``: called before anything of a log with a part to drop is written (its
+    gap record, its new file): a failure there leaves the log as it was.
     ``future``: a time past which an event is in the future (a day past now): a log whose
     newest event is stamped so gets a note, since every event appended after it repeats that
     time and no retention will drop them until then.
@@ -547,6 +550,8 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                     os.close(wfd)
             return res
         assert first_seq is not None, "cut > 0: lines come before it"
+        if before_drop is not None:
+            before_drop()
         if gaps:
             record_gaps(log.root, gaps)  # durable before the log is staged: never a drop without its record
         staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
@@ -637,7 +642,7 @@ def _first_seq(fd: int, cut: int) -> int | None:
 def _damaged_lines(fd: int, cut: int) -> tuple[list[tuple[int, bytes]], int, int]:
     """(the lines of ``[0, cut)`` that are not events, so that none is dropped unseen; the end
     of the last line there that names a run's type, ``RUN_MARK``: 0 for none; how many lines
-    there are, so that the count of events dropped is of lines, not sequences). Every line is
+    there are, to check they are one per sequence). Every line is
     decoded (a line's shape says nothing of the JSON inside it): a block at a time in C
     (``store.log.decode_all``), line by line only in a block that holds a bad one. The mark
     is where the walk back for the run open at the cut starts (``replace.stage``): the part
@@ -792,7 +797,6 @@ class _Intent:
         line = orjson.dumps({"logs": [{"log": s.log.name, "audit": s.log.is_audit, "dropped": s.dropped,
                                        "next": s.next_seq} for s in cut]}) + b"\n"
         if not self.written:
-            _audit_usable(self.root)  # the first drop of the sweep: its record must be possible
             head = {**self.header, "started": format_dt(datetime.now(UTC)), "audit_mark": _audit_mark(self.root)}
             line = orjson.dumps(head) + b"\n" + line
         if self.size + len(line) > MAX_INTENT_BYTES:
@@ -1029,10 +1033,10 @@ FUTURE_SLACK = timedelta(days=1)  # an event stamped this far past now is in the
 
 
 def _audit_usable(root: Root) -> None:
-    """Refuse the sweep (``Failure``, nothing dropped) when the audit log could not take its
-    ``ledger.compacted``: its lock file cannot be had (a folder, a FIFO, a link there) or the
-    log cannot be opened to append. Before, the sweep dropped events first and found out
-    after. (The lock is not taken: one held now is waited for when the record is written.)"""
+    """Refuse a drop (``Failure``: that log is not swept) when the audit log could not take the
+    sweep's ``ledger.compacted``: its lock file cannot be had (a folder, a FIFO, a link there)
+    or the log cannot be opened to append. Before, the sweep dropped events first and found
+    out after. (The lock is not taken: one held now is waited for when the record is written.)"""
     audit = Log.audit(root)
     try:
         check_lockable(audit.lock_path, "the audit log")
@@ -1134,6 +1138,13 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         if on_start:
             on_start(logs)
         lock_timeout = Settings.from_env().lock_timeout  # read once, not once per log
+        checked: list[bool] = []
+
+        def audit_usable() -> None:
+            """Before the sweep's first drop: its ledger.compacted must be possible (once)."""
+            if not checked:
+                _audit_usable(root)
+                checked.append(True)
         intent = _Intent(root, retention, max_bytes, actor or default_actor()) if not dry_run else None
         batch = Batch(intent.before_renames if intent is not None else None)
         waiting: list[LogResult] = []  # results whose figures the batch's commit settles
@@ -1152,7 +1163,8 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     # a torn tail cut (its bytes kept beside) is tidying, no failure: ``notice``
                     r = compact_log(log, cutoff, dry_run=dry_run, warn=notice or warn, lock_timeout=lock_timeout,
                                     max_bytes=None if log.is_audit else max_bytes, batch=batch,
-                                    slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future)
+                                    slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
+                                    before_drop=audit_usable)
                 except (WardrikError, OSError) as e:
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
