@@ -318,6 +318,9 @@ def test_a_longer_log_matched_later_is_cut_and_moves_no_column():
     shot = render(watch_table(longer, layout))
     assert offsets(shot) == first
     assert "acme/a-much-longer-agent-name" not in shot and "…" in shot  # cut, with an ellipsis
+    # cut in the middle, its end kept: two such logs of one folder are told apart
+    two = render(watch_table({**short, "acme/billing-eu": acts([], 0), "acme/billing-us": acts([], 0)}, layout))
+    assert "…ng-eu" in two and "…ng-us" in two, two
     assert offsets(render(watch_table(short, layout))) == first
     # a table of the logs at the start fits its longest id; so does one that started with none
     both = ActivityLayout()

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.cli.render.console import ago, clock, console, day_of, duration, short_time, tz_label
-from wardrik_cli.cli.render.events import STYLES
+from wardrik_cli.cli.render.events import STYLES, fit_log
 from wardrik_cli.cli.render.summary import doing_text, one_line
 from wardrik_cli.folding.views import BUILTIN_TYPES as BUILTIN
 from wardrik_cli.folding.views import ViewFailed, activity_detail
@@ -183,7 +183,7 @@ def _run_text(run: dict[str, Any]) -> str:
 
 # The activity table's columns, left to right: (name, header, right-aligned, least width).
 # "doing" is first after the log so the eye finds it; "pending" last (a count, ragged right).
-_COLUMNS = (("log", "log", False, 3), ("doing", "doing", False, 0), ("for", "for", True, 7),
+_COLUMNS = (("log", "log", False, 8), ("doing", "doing", False, 0), ("for", "for", True, 7),
             ("since", "since", False, 11), ("last", "last run", False, 17), ("pending", "pending", True, 7))
 DOING_MIN = 20     # optional columns go before the doing column is cut below this
 DOING_MAX = 72     # nor made wider than this in a watch (the rest of a wide terminal stays free)
@@ -288,8 +288,11 @@ def _line(cells: list[Any], columns: list[tuple[str, str, bool, int]]) -> Any:
     from rich.text import Text
 
     out = Text(no_wrap=True, overflow="ellipsis", end="\n")
-    for i, (cell, (_n, _h, right, width)) in enumerate(zip(cells, columns, strict=True)):
+    for i, (cell, (name, _h, right, width)) in enumerate(zip(cells, columns, strict=True)):
         c = cell.copy()
+        if name == "log" and c.cell_len > width:
+            # cut in its middle, its end kept: the last segment tells a folder's logs apart
+            c = Text(fit_log(c.plain, width), style=c.style)
         c.truncate(width, overflow="ellipsis")
         c.align("right" if right else "left", width)
         if i:
