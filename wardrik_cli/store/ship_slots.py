@@ -185,8 +185,8 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
     old = _load(path)
     legacy = _other_spellings(root, url)
     # What it covers: the union of every run's patterns, those of a registration of the same
-    # place under another spelling too (taken over below); None (everything) wins. A legacy
-    # registration that cannot be read covers everything (it held back everything).
+    # place under another spelling too (taken over below); None (everything) wins, as for one
+    # removed meanwhile (read as nothing).
     covers: list[Any] = [patterns]
     if isinstance(old, dict) and old.get("target") == url:
         covers.append(old.get("patterns"))
@@ -211,7 +211,7 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
     # A registration of the same place under another spelling (an older version's) goes, once
     # this one is durable: this one holds back what the target lacks from now on, and its
     # shipper records positions here; a gap record of it becomes this one's, unless there is one.
-    for key in _other_spellings(root, url):
+    for key in legacy:
         legacy_gaps = ship_dir(root) / (key + GAPS_SUFFIX)
         try:
             if legacy_gaps.exists() and not gaps_path(root, url).exists():
