@@ -195,6 +195,8 @@ def test_objects_planted_in_a_bucket_are_said_and_never_block_a_read(tmp_path, b
     assert p.returncode == 0, p.stderr
     assert b"2 object(s)" in p.stderr and b"not wardrik's" in p.stderr
     assert sorted(x.name for x in (tmp_path / "ev").rglob("*.jsonl")) == ["a.jsonl", "b.jsonl"]
+    c = run_cli("--root", bucket.url, "check")  # said by check too, as a warning (before: nothing)
+    assert c.returncode == 0 and b"not wardrik's" in c.stdout and b"(warning)" in c.stdout, (c.stdout, c.stderr)
 
 
 def test_a_key_the_s3_client_cannot_list_past_is_named_and_blocks_only_its_log(tmp_path, bucket):

@@ -113,6 +113,14 @@ def check(
         problems.insert(0, Problem(str(marker), 1, 0, "a pull into this root did not finish (killed part-way, or "
                                    "a log could not be pulled: the file says which): logs or events may be missing; "
                                    "pull again into a new folder"))
+    strangers = inv.remote_mirror.report.strangers if inv.remote_mirror is not None else []
+    if strangers:
+        from wardrik_cli.remote.pull import safe_key
+        from wardrik_cli.store.check import WARNING, Problem
+
+        problems.insert(0, Problem(inv.remote_root_url or "", 1, 0, f"{len(strangers)} object(s) under the store are "
+                                   f"not wardrik's (no log's segment, record or owner), e.g. {safe_key(strangers[0])}: "
+                                   "left out of every read; if one was a segment, its log reads short", WARNING))
     for p in problems:
         p.file = inv.shown_path(p.file)  # a remote root's log, named by its URL, not by the mirror's path
     failed = any(p.severity == ERROR for p in problems)

@@ -108,6 +108,7 @@ class SyncReport:
         self.listed = 0
         self.fetched = 0
         self.bytes = 0
+        self.strangers: list[str] = []  # keys listed that are no segment, record or owner of wardrik's
 
 
 def cache_dir(env: Mapping[str, str]) -> Path:
@@ -360,8 +361,9 @@ class Mirror:
                     n += 1
                 continue
             o = gaps.parse_other(self.store.prefix, k)
-            if o is not None and o.what != "owner" and o.deployment == self.deployment and o.kind == kind \
-                    and matched(o.name):
+            if o is None:
+                self.report.strangers.append(k)  # left out; check says so (a segment renamed away?)
+            elif o.what != "owner" and o.deployment == self.deployment and o.kind == kind and matched(o.name):
                 found.setdefault((o.kind, o.name), ({}, []))[1].append(o)
                 n += 1
         self.report.listed += n
