@@ -12,9 +12,12 @@ Contract kept here:
   without a link, never deeper than a log id reaches) and on ``.wardrik`` (the audit log),
   each one alone (watchfiles' recursive watch follows links to folders: ``evil -> /``
   would cost a watch per folder of the machine, against the user's inotify limit). A folder
-  made, moved or removed under a watched one is seen in ``take_changes``, which sets the
-  watches again (a new watcher, in place before the old one stops) before it returns the
-  change: a caller that then looks for new logs misses nothing written after it looked.
+  made or moved in under a watched one is seen in ``take_changes``, which adds a watcher of
+  it and the folders below it (``_watch_more``: one new folder costs its own watch, not a
+  watch of every folder again); a watched folder removed or moved away, or more than
+  ``MAX_WATCHERS`` added, sets all the watches again (a new watcher, in place before the old
+  ones stop). Either is done before it returns the change: a caller that then looks for new
+  logs misses nothing written after it looked.
 - Other threads ``ring()`` (a self-pipe): the live receiver, ``stop()``.
 - A ``hangup_fd`` (stdout) that reports POLLERR/POLLHUP ends the wait with ``HANGUP``: the
   reader of a pipe went away, noticed even while nothing else happens.
@@ -115,12 +118,18 @@ def watched_folders(root_path: str) -> list[str]:
     return out
 
 
+REWATCH, ADDED = "rewatch", "added"  # what a folder's change asks of the watches (_Watcher._moved)
+MAX_WATCHERS = 16  # watchers added for new folders before the watches are set again as one
+
+
 class _Watcher(threading.Thread):
     """One watchfiles watch of ``folders`` (each alone, never recursively), reporting to
-    ``sink(paths, moved)``: ``moved`` when a folder that can hold logs was made or moved in,
-    or a watched one removed or moved away (the watches must be set again)."""
+    ``sink(paths, rewatch, added)``: ``rewatch`` when a watched folder was removed or moved
+    away (the watches must be set again), ``added`` the folders that can hold logs made or
+    moved in (a watch of their own is added for them)."""
 
-    def __init__(self, root: str, folders: list[str], sink: Callable[[set[str], bool], None], step_ms: int):
+    def __init__(self, root: str, folders: list[str], sink: Callable[[set[str], bool, set[str]], None],
+                 step_ms: int):
         super().__init__(name="wardrik-watch", daemon=True)
         self.root, self.sink, self.step_ms = root, sink, step_ms
         self.folders = folders
@@ -138,14 +147,16 @@ class _Watcher(threading.Thread):
             return True
         return "/." not in path[self._skip:] and _real_dir(path)
 
-    def _moved(self, change: int, path: str, modified: int) -> bool:
+    def _moved(self, change: int, path: str, modified: int) -> str | None:
+        """``REWATCH`` for a watched folder removed, moved away or made again (a new inode: the
+        old watch is gone), ``ADDED`` for a new folder that can hold logs, else None."""
         if change == modified or path == self.root:
-            return False
+            return None
         if path in self.watched:
-            return True  # removed, moved away, or made again (a new inode: the old watch is gone)
+            return REWATCH
         if not _real_dir(path):
-            return False
-        return path == self._tool or may_hold_logs(path[self._skip + 1:])
+            return None
+        return ADDED if path == self._tool or may_hold_logs(path[self._skip + 1:]) else None
 
     def run(self) -> None:
         from watchfiles import Change, watch
@@ -155,13 +166,14 @@ class _Watcher(threading.Thread):
             for changes in watch(*self.folders, watch_filter=self._wanted, recursive=False,
                                  debounce=self.step_ms, step=self.step_ms, stop_event=self.events,
                                  rust_timeout=0, raise_interrupt=False, ignore_permission_denied=True):
-                moved = any(self._moved(int(c), p, modified) for c, p in changes)
-                self.sink({p for _c, p in changes}, moved)
+                kinds = {p: self._moved(int(c), p, modified) for c, p in changes}
+                self.sink({p for _c, p in changes}, REWATCH in kinds.values(),
+                          {p for p, k in kinds.items() if k == ADDED})
         except Exception as e:  # noqa: BLE001 - no inotify here: the caller polls instead
             self.failed = e
         finally:
             self.events.ready.set()
-            self.sink(set(), False)
+            self.sink(set(), False, set())
 
     def stop(self) -> None:
         self.events.stop.set()
@@ -182,8 +194,10 @@ class Wakeups:
         self._root_id = dir_identity(root_path)
         self._rewatch = False  # may check_root() set a new watch (it worked once)?
         self._watcher: _Watcher | None = None
+        self._extra: list[_Watcher] = []  # watchers of folders made since (see _watch_more)
         self._changed: set[str] = set()  # paths reported and not yet taken (every watcher's)
-        self._moved = False  # a folder made or removed since the last take_changes()
+        self._moved = False  # a watched folder removed or moved since the last take_changes()
+        self._added: set[str] = set()  # folders made or moved in since the last take_changes()
         self._retired: list[_Watcher] = []  # watchers replaced by _watch_again, maybe still stopping
         self._lock = threading.Lock()
         self._poll = select.poll()
@@ -193,12 +207,14 @@ class Wakeups:
         if watch:
             self._rewatch = self._start_watch()
 
-    def _sink(self, paths: set[str], moved: bool) -> None:
+    def _sink(self, paths: set[str], moved: bool, added: set[str] | None = None) -> None:
         """A watcher's report (an empty one: it stopped): kept, and the poll woken."""
         if paths:
             with self._lock:
                 self._changed |= paths
                 self._moved = self._moved or moved
+                if added:
+                    self._added |= added
         self.waker.ring()
 
     def _start_watch(self) -> bool:
@@ -228,18 +244,60 @@ class Wakeups:
 
     def _watch_again(self) -> None:
         """Set the watches on the folders there are now: the new watcher is in place before
-        the old one stops (both report to the same set meanwhile), so nothing is missed."""
+        the old ones stop (all report to the same set meanwhile), so nothing is missed."""
         old = self._watcher
         if old is None:
             return
         self._watcher = None
         started = self._start_watch()
-        # Told to stop, not waited for (it notices within a step): it may still report
-        # meanwhile, which is harmless; close() waits for it before the waker goes.
-        old.events.stop.set()
-        self._retired = [w for w in self._retired if w.is_alive()] + [old]
+        # Told to stop, not waited for (they notice within a step): they may still report
+        # meanwhile, which is harmless; close() waits for them before the waker goes.
+        olds = [old, *self._extra]
+        self._extra = []
+        for w in olds:
+            w.events.stop.set()
+        self._retired = [w for w in self._retired if w.is_alive()] + olds
         if not started:
             self.watching = self._rewatch = False
+
+    def _watch_more(self, added: set[str]) -> None:
+        """Watch folders made since the watches were set, and the folders below them, with a
+        watcher of their own, in place before this returns: one new folder costs a watch of
+        it, not of every folder (a full set again, past ``MAX_WATCHERS``). A folder made below
+        one of them before its watch was in place is told as a change, as ``_start_watch`` does."""
+        if len(self._extra) >= MAX_WATCHERS:
+            self._watch_again()
+            return
+        base = len(self._root.rstrip("/"))
+        root = Root(self._root)
+        folders: list[str] = []
+        for path in sorted(added):
+            rel = path[base + 1:]
+            if path.rstrip("/") == os.path.join(self._root, ".wardrik"):
+                folders.append(path)
+                continue
+            try:
+                folders += [os.path.join(self._root, r) for r in root.iter_folders(rel, unreadable_ok=True)]
+            except OSError:
+                continue  # gone again, or not a folder a log can be in
+        if not folders:
+            return
+        w = _Watcher(self._root, folders, self._sink, self._step_ms)
+        w.start()
+        w.events.ready.wait(READY_CEILING_S)
+        if w.failed is not None or not w.is_alive():
+            w.events.stop.set()
+            self._watch_again()  # (a limit reached, say): the whole set again, or polling
+            return
+        self._extra.append(w)
+        made = set()
+        for path in folders:
+            try:
+                made |= {os.path.join(self._root, r) for r in root.iter_folders(path[base + 1:], unreadable_ok=True)}
+            except OSError:
+                pass
+        if made - set(folders):
+            self._sink(made - set(folders), False, made - set(folders))
 
     def check_root(self) -> str | None:
         """Is the root still the directory watched? None: yes (or nothing is watched); ``GONE``
@@ -253,6 +311,9 @@ class Wakeups:
         if self._watcher is not None:
             self._watcher.stop()  # its inode is gone: it would never report anything again
             self._watcher, self.watching = None, False
+        for w in self._extra:
+            w.stop()
+        self._extra = []
         if now is None:
             return GONE
         self._rewatch = self._start_watch()
@@ -285,18 +346,23 @@ class Wakeups:
         """The ``*.jsonl`` paths and folders changed since the last call (absolute). A folder
         made or removed among them is watched (or not) again before this returns."""
         with self._lock:
-            out, moved = self._changed, self._moved
-            self._changed, self._moved = set(), False
+            out, moved, added = self._changed, self._moved, self._added
+            self._changed, self._moved, self._added = set(), False, set()
         if self._watcher is None:
             return set()
-        if moved:
+        if moved or any(w.failed is not None for w in self._extra):
             self._watch_again()
+        elif added:
+            self._watch_more(added)
         return out
 
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        for w in self._extra:
+            w.stop()
+        self._extra = []
         for w in self._retired:  # none may ring the waker's descriptors once closed (and reused)
             w.stop()
         self._retired = []
