@@ -15,7 +15,8 @@ Contract kept here:
   made or moved in under a watched one is seen in ``take_changes``, which adds a watcher of
   it and the folders below it (``_watch_more``: one new folder costs its own watch, not a
   watch of every folder again); a watched folder removed or moved away, or more than
-  ``MAX_WATCHERS`` added, sets all the watches again (a new watcher, in place before the old
+  ``MAX_WATCHERS`` (2: each is an inotify instance, of which a user has few) added, sets all
+  the watches again (a new watcher, in place before the old
   ones stop). Either is done before it returns the change: a caller that then looks for new
   logs misses nothing written after it looked.
 - Other threads ``ring()`` (a self-pipe): the live receiver, ``stop()``.
@@ -119,7 +120,10 @@ def watched_folders(root_path: str) -> list[str]:
 
 
 REWATCH, ADDED = "rewatch", "added"  # what a folder's change asks of the watches (_Watcher._moved)
-MAX_WATCHERS = 16  # watchers added for new folders before the watches are set again as one
+# Watchers added for new folders before the watches are set again as one. Each is an inotify
+# instance of its own, and a user has 128 of them in all (every follower's, every program's):
+# a few followers with 16 each left others none, and those fell back to polling.
+MAX_WATCHERS = 2
 
 
 class _Watcher(threading.Thread):
@@ -287,7 +291,12 @@ class Wakeups:
         w.events.ready.wait(READY_CEILING_S)
         if w.failed is not None or not w.is_alive():
             w.events.stop.set()
-            self._watch_again()  # (a limit reached, say): the whole set again, or polling
+            # (the instances limit reached, say): the added watchers go first, so that the
+            # whole set again has an instance to take; else polling
+            for x in self._extra:
+                x.stop()
+            self._extra = []
+            self._watch_again()
             return
         self._extra.append(w)
         made = set()
