@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from types import FrameType
 
 FOLLOW_FLAGS = frozenset({"-f", "--follow", "--watch", "-w"})
 RETRY_S = 0.02  # how soon a signal that came during an import is acted on again
 _deferred: list[int] = []  # such a signal, until it is acted on
+_raised: list[float] = []  # when a stop signal last became KeyboardInterrupt
+AGAIN_S = 1.0  # a stop signal this soon after the last is not raised again
 
 
 def _unsafe(frame: FrameType | None) -> bool:
@@ -40,7 +43,29 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
         signal.setitimer(signal.ITIMER_REAL, RETRY_S)
         return
     _deferred.clear()
+    now = time.monotonic()
+    if _raised and now - _raised[0] < AGAIN_S:
+        # Asked again while the first is being acted on (``timeout`` signals the process, then
+        # its group): raised in the clean-up, it could land in a finaliser, printed as an
+        # "Exception ignored" traceback. Not for long: a first one swallowed somewhere must
+        # not leave the process deaf to the next.
+        return
+    _raised[:] = [now]
     raise KeyboardInterrupt
+
+
+def unraisable(u: object) -> None:
+    """``sys.unraisablehook``: a stop signal's KeyboardInterrupt that landed in a finaliser
+    (where Python prints it as "Exception ignored" and goes on) is acted on once that is over,
+    as one that came during an import; anything else is printed as Python prints it."""
+    if isinstance(getattr(u, "exc_value", None), KeyboardInterrupt) \
+            and callable(signal.getsignal(signal.SIGALRM)):
+        _raised.clear()
+        if not _deferred:
+            _deferred.append(signal.SIGINT)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        return
+    sys.__unraisablehook__(u)  # type: ignore[arg-type]
 
 
 def retry(signum: int, frame: FrameType | None) -> None:
@@ -59,6 +84,7 @@ def main() -> None:
     following = any(a in FOLLOW_FLAGS for a in sys.argv[1:])
     signal.signal(signal.SIGALRM, retry)
     signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = unraisable
     if following:
         # a terminal closed under a follow (SIGHUP) ends it as Ctrl-C does: exit 0, its live
         # registration removed (by default SIGHUP killed it, leaving the registration behind)
