@@ -423,7 +423,7 @@ def test_an_append_after_a_line_repeated_or_moved_at_the_end_is_refused_never_re
         tmp_path, damage, noted):
     """Sequences 1,2,3 then 2 again (or 1,2,4,3): the next was the last line's plus one, a
     sequence the log already held. ``noted``: an append before the damage left its note of
-    the file verified, so only what follows it is read again."""
+    the file verified, which the damage voids (the whole file is read again)."""
     from follow_util import add
 
     root = tmp_path / "root"

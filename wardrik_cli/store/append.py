@@ -409,16 +409,9 @@ def _verify_lines(log: Log, view: LogView) -> dict[str, Any] | None:
         pass
     # The highest sequence met, and where: the next is the last line's plus one, which must be
     # above every sequence the log holds (a line repeated or moved by hand at its end would
-    # have the next append reuse one). The lines the note vouches for end below its size.
-    top, top_off = 0, 0
-    if start:
-        before = lines.last_line(view.fd, start)
-        if before is not None:
-            try:
-                top, top_off = int(decode_event(before[1])["sequence"]), before[0]
-            except ValueError:
-                top = 0
-    last = top
+    # have the next append reuse one). A note that holds vouches for the whole file (its size
+    # is the file's: no line follows), checked so when it was written: nothing to read then.
+    top = top_off = last = 0
     for off, raw in lines.iter_lines(view.fd, start, view.end):
         try:
             last = int(decode_event(raw)["sequence"])
