@@ -276,3 +276,26 @@ def test_tail_shows_a_recorded_gap_between_the_events_it_shows(root, many):
     assert _seqs(got) == want  # acme/b's two events are older than acme/a's last five
     p = run_cli("tail", "-n", "4", "acme/a", "-F", "jsonl", root=root)
     assert p.returncode == 0 and p.stderr == b"" and DROPPED.encode() not in p.stdout
+
+
+@pytest.mark.parametrize("hole", [(4, 6), (1, 3)])
+def test_compact_sweeps_a_copy_whose_dropped_part_spans_a_recorded_gap(root, hole):
+    """A pulled copy lacks by record what its source dropped before shipping: its lines are
+    fewer than its sequences say, and that is no line deleted (check says so too)."""
+    _holed(root, hole=hole)
+    p = run_cli("compact", "--retention", "1d", "-F", "json", root=root)
+    assert p.returncode == 0, p.stderr
+    row = next(r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a")
+    assert "error" not in row and row["kept"] == 0
+    assert (root / "acme" / "a.jsonl").read_bytes() == b""
+
+
+def test_compact_still_refuses_a_hole_no_record_covers_in_the_part_to_drop(root):
+    _holed(root, hole=(4, 7))
+    write_gaps(Root(root), Log.agent(Root(root), "acme/a").state_key, [RecordedGap(4, 6, None)])
+    before = (root / "acme" / "a.jsonl").read_bytes()
+    p = run_cli("compact", "--retention", "1d", "-F", "json", root=root)
+    assert p.returncode == 1
+    row = next(r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a")
+    assert "a line there was deleted" in row["error"] and "3 more were dropped at their source" in row["error"]
+    assert (root / "acme" / "a.jsonl").read_bytes() == before

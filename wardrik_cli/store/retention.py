@@ -82,6 +82,7 @@ from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
 from wardrik_cli.store.fsutil import fsync_dir, open_regular, read_capped, remove_below, write_all, write_new
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
+from wardrik_cli.store.recorded_gaps import any_recorded, covered, read_gaps
 from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, line_time, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import check_lockable, locked, try_lock
@@ -507,12 +508,19 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             assert first_seq is not None, "cut > 0: lines come before it"
             n_events = n_lines - len(bad)
             broken = None
+            # the sequences a pulled copy lacks by record (dropped at their source before they
+            # were shipped) hold no line here: they are not a line deleted
+            held = res.dropped - _recorded_within(log, first_seq, first_seq + res.dropped - 1)
             # (a damaged line may hold one of the sequences: fewer lines than sequences is a
             # line deleted, more events than sequences one repeated)
-            if n_lines < res.dropped or n_events > res.dropped:
+            if n_lines < held or n_events > held:
                 broken = (f"the part to drop holds {n_events} event(s) where its sequences, {first_seq} to "
-                          f"{first_seq + res.dropped - 1}, say {res.dropped}: a line there was deleted or repeated")
-            elif first_seq > 1 and not (bad and bad[0][0] == 0) and not _start_recorded(log, first_seq):
+                          f"{first_seq + res.dropped - 1}, say {held}"
+                          + (f" ({res.dropped - held} more were dropped at their source, as recorded)"
+                             if held != res.dropped else "")
+                          + ": a line there was deleted or repeated")
+            elif first_seq > 1 and not (bad and bad[0][0] == 0) and not _start_recorded(log, first_seq) \
+                    and _recorded_within(log, 1, first_seq - 1) < first_seq - 1:
                 broken = (f"it starts at sequence {first_seq} and no compaction record says why: its first "
                           f"{first_seq - 1} event(s) were deleted")
             if broken is not None:
@@ -569,6 +577,16 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         return res
     finally:
         os.close(fd)
+
+
+def _recorded_within(log: Log, first: int, last: int) -> int:
+    """How many of the sequences ``first`` to ``last`` a pulled copy lacks by record (``pull``'s
+    gap records; never the audit log's, whose holes are damage whatever a record says)."""
+    if last < first or log.is_audit or not any_recorded(log.root):
+        return 0
+    gaps = read_gaps(log.root, log.state_key)
+    found, _rest = covered(gaps, first - 1, last + 1)
+    return sum(g.last - g.first + 1 for g in found)
 
 
 def _start_recorded(log: Log, first_seq: int) -> bool:
