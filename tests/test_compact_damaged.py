@@ -77,3 +77,21 @@ def test_dry_run_words_what_would_happen(root):
     assert p.returncode == 1
     assert "their bytes would be kept beside the log" in err and "are would" not in err
     assert "would keep their bytes" in err and "were in the part dropped" not in err
+
+
+def test_a_sweep_refused_before_its_drop_leaves_no_copy_of_the_damaged_lines(root):
+    """The audit log cannot take ledger.compacted (its lock is a folder): the log is not cut, so
+    its damaged line is still in it, and run after run leaves no copy of it beside the log."""
+    path = damaged_log(root)
+    before = path.read_bytes()
+    (root / ".wardrik" / "locks" / "@audit@lock").mkdir(parents=True)
+    for _ in range(2):
+        p = run_cli("compact", "-F", "json", "--skip-corrupt", root=root)
+        assert p.returncode == 1 and b"cannot record ledger.compacted" in p.stderr
+        [row] = [r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a"]
+        assert "damaged_kept" not in row and "error" in row
+    assert path.read_bytes() == before
+    assert list(path.parent.glob("a.jsonl.damaged-*")) == []
+    (root / ".wardrik" / "locks" / "@audit@lock").rmdir()
+    assert run_cli("compact", "-q", "--skip-corrupt", root=root).returncode == 0
+    assert [p.read_bytes() for p in path.parent.glob("a.jsonl.damaged-*")] == [GARBAGE + b"\n"]

@@ -127,9 +127,13 @@ class Staged:
     kept: int
     next_seq: int  # the sequence the log starts at once replaced (its first kept, or the next to come)
     error: str | None = None
+    # the damaged lines of the part dropped, kept beside the log (``store.retention``): removed
+    # with the temporaries when the log is not replaced, for the log still holds them
+    kept_beside: Path | None = None
 
-    def discard(self) -> None:
-        for p in (self.tmp, self.wm_tmp):
+    def discard(self, *, replaced: bool = False) -> None:
+        for p in (self.tmp, self.wm_tmp) if replaced or self.kept_beside is None else \
+                (self.tmp, self.wm_tmp, self.kept_beside):
             try:
                 os.unlink(p)
             except OSError:
@@ -358,7 +362,7 @@ class Batch:
                     self._fail([s], f"could not replace the log ({e.strerror}); it was kept as it was")
             live = [s for s in live if s.error is None]
             live = self._sync_dirs(live, lambda s: s.log.path.parent,
-                                   "the log was replaced but its directory could not be synced ({})")
+                                   "the log was replaced but its directory could not be synced ({})", replaced=True)
             for s in live:
                 # Still under the lock: the appender's note moves to the new file (its kept
                 # lines were verified, and the run open at its end is the same run).
@@ -376,12 +380,13 @@ class Batch:
             os.close(s.lock_fd)
 
     @staticmethod
-    def _fail(which: list[Staged], why: str) -> None:
+    def _fail(which: list[Staged], why: str, *, replaced: bool = False) -> None:
         for s in which:
             s.error = why
-            s.discard()
+            s.discard(replaced=replaced)
 
-    def _sync_dirs(self, live: list[Staged], dir_of: Callable[[Staged], Path], why: str) -> list[Staged]:
+    def _sync_dirs(self, live: list[Staged], dir_of: Callable[[Staged], Path], why: str, *,
+                   replaced: bool = False) -> list[Staged]:
         failed: dict[Path, str] = {}
         for d in dict.fromkeys(dir_of(s) for s in live):
             try:
@@ -390,7 +395,7 @@ class Batch:
                 failed[d] = e.strerror or str(e)
         for s in live:
             if dir_of(s) in failed:
-                self._fail([s], why.format(failed[dir_of(s)]))
+                self._fail([s], why.format(failed[dir_of(s)]), replaced=replaced)
         return [s for s in live if s.error is None]
 
 

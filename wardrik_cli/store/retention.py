@@ -123,6 +123,10 @@ class LogResult:
         self.bytes_before = s.bytes_before
         if s.error:
             self.error, self.dropped, self.kept, self.bytes_after = s.error, 0, 0, s.bytes_before
+            if self.damaged_kept is not None and not os.path.lexists(self.damaged_kept):
+                # the log was not replaced: its damaged lines are still in it, their copy went
+                self.notes = [n for n in self.notes if self.damaged_kept not in n]
+                self.damaged_kept = None
         else:
             self.dropped, self.kept, self.bytes_after = s.dropped, s.kept, s.new_size
 
@@ -530,12 +534,9 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                 res.dropped = went = n_events
             if bad:
                 res.damaged = len(bad)
-                if not dry_run:
-                    res.damaged_kept = str(_keep_damaged(log, bad))
-                where = f"are kept in {res.damaged_kept}" if res.damaged_kept else "would be kept beside the log"
-                part = "the part dropped" if not dry_run else "the part that would be dropped"
-                res.notes.append(f"{len(bad)} line(s) in {part} are not events (the first at byte "
-                                 f"{bad[0][0]}); their bytes {where}")
+                if dry_run:
+                    res.notes.append(f"{len(bad)} line(s) in the part that would be dropped are not events (the "
+                                     f"first at byte {bad[0][0]}); their bytes would be kept beside the log")
         torn = size0 - end0
         if dry_run or (cut == 0 and torn == 0):
             if dry_run:
@@ -562,8 +563,22 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             before_drop()
         if gaps:
             record_gaps(log.root, gaps)  # durable before the log is staged: never a drop without its record
-        staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
-                       after_bulk=_after_bulk, run_mark=run_mark)
+        kept_beside = None
+        if bad:
+            # written once the drop is sure to be tried (a refused sweep leaves no copy behind,
+            # run after run), removed again if it is not made (the log still holds those bytes)
+            kept_beside = _keep_damaged(log, bad)
+            res.damaged_kept = str(kept_beside)
+            res.notes.append(f"{len(bad)} line(s) in the part dropped are not events (the first at byte "
+                             f"{bad[0][0]}); their bytes are kept in {kept_beside}")
+        try:
+            staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
+                           after_bulk=_after_bulk, run_mark=run_mark)
+        except BaseException:
+            if kept_beside is not None:
+                _unlink_quietly(kept_beside)
+            raise
+        staged.kept_beside = kept_beside
         if went is not None:
             staged.dropped = went  # what the row and the audit record say: events, not sequences
         if batch is not None:
@@ -762,6 +777,13 @@ def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]]
                 bad.append((here, raw))
             here += len(raw) + 1
     return bad, mark, n_lines
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
