@@ -47,3 +47,17 @@ def test_deep_config_is_a_bad_config_naming_the_file(tmp_path):
         code, out, err = _cli(root, *args)
         assert code == 2 and "config.toml" in err and err.startswith("error:") and "internal" not in err, err
     assert not (root / "a").exists()
+
+
+def test_a_subject_that_is_not_utf8_is_refused_and_nothing_is_made(tmp_path):
+    """Bytes that are not UTF-8 arrive from argv as lone surrogates: before, the line could not
+    be written (internal error, exit 1) after the root and an empty log were made."""
+    root = tmp_path / "root"
+    for argv, shown in (
+            (["append", "acme/a", "message.received", "--subject", "runs/\udcff", "--data", '{"message":{"id":"1"}}'],
+             "runs/\\xff"),
+            (["audit", "record", "agent.created", "agents/\udcff", "--data", '{"agent":{"id":"1"}}', "--actor", "al"],
+             "agents/\\xff")):
+        code, out, err = _cli(root, *argv)
+        assert (code, out, err) == (2, b"", f"error: bad subject '{shown}': it is not valid UTF-8 text\n")
+        assert not root.exists()

@@ -102,6 +102,12 @@ def make_item(type_name: str, data: Any, subject: str | None = None, traceparent
     _check_depth(data)
     if subject is not None and (not isinstance(subject, str) or not subject):
         raise BadEvent("subject must be a non-empty string")
+    if subject is not None:
+        try:
+            subject.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that were not UTF-8 arrive from argv as lone surrogates
+            shown = repr(subject.encode("utf-8", "surrogateescape"))[1:]
+            raise BadEvent(f"bad subject {shown}: it is not valid UTF-8 text") from None
     if traceparent is not None:
         given_trace, _ = parse_traceparent(traceparent)
         run_id = (data.get("run") or {}).get("id") if etype.name == "run.started" else None
