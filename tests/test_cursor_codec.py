@@ -41,7 +41,6 @@ def test_either_alphabet_padded_or_not(cur):
     base64.b64encode(b'{"a":"1"}').decode(), base64.b64encode(b'{"../x":1}').decode(),
     base64.b64encode(b'{"a":1} junk').decode(), base64.b64encode(b"\xff\xfe").decode(),
     base64.b64encode(b'{"x.jsonl":1}').decode(),
-    base64.b64encode(b'{"a":1000000000000}').decode(),  # 13 digits: no log holds it
 ])
 def test_strict_refusals(bad):
     with pytest.raises(BadCursor):
@@ -53,3 +52,19 @@ def test_a_sequence_past_64_bits_is_named_as_too_big_not_printed_as_a_float():
     with pytest.raises(BadCursor) as e:
         decode_cursor(text)
     assert "past the largest" in str(e.value) and "e+" not in str(e.value)
+
+
+def test_a_sequence_past_12_digits_is_carried_for_a_log_not_matched_and_refused_for_one_matched(tmp_path):
+    """The contract carries keys of logs the patterns do not match unchanged (only a sequence
+    that is not a non-negative integer is refused); a matched log refuses a position past its end."""
+    from conftest import run_cli
+    from ledgergen import write_log
+
+    root = tmp_path / "root"
+    write_log(root / "a" / "b.jsonl", 3, log_id="a/b")
+    cur = encode_cursor({"a/b": 1, "zz/q": 1_000_000_000_000})
+    p = run_cli("page", "a/b", "--after", cur, "-F", "json", root=root)
+    assert p.returncode == 0, p.stderr
+    assert decode_cursor(orjson.loads(p.stdout)["next"]) == {"a/b": 3, "zz/q": 1_000_000_000_000}
+    p = run_cli("page", "a/b", "--after", encode_cursor({"a/b": 1_000_000_000_000}), root=root)
+    assert p.returncode == 2 and p.stderr.startswith(b"error: bad cursor: a/b is at 1000000000000 but the log ends at 3")

@@ -63,8 +63,11 @@ def decode_cursor(text: str) -> Cursor:
     for key, seq in obj.items():
         if not is_log_id(key):
             raise BadCursor(f"bad cursor: {key!r} is not a log id")
-        if type(seq) is int and seq > MAX_SEQUENCE or type(seq) is float and seq.is_integer() and seq > MAX_SEQUENCE:
-            # (an integer past 64 bits is read as a float: not one to print as 1e+23)
+        # An integer that fits is checked against its log by the reader (past the end of a
+        # matched log is refused there) and carried as it is for a log the patterns do not
+        # match; one past 64 bits is read as a float, which no cursor can carry: named as too
+        # big, not printed as 1e+23.
+        if type(seq) is float and seq.is_integer() and seq > MAX_SEQUENCE:
             raise BadCursor(f"bad cursor: the sequence for {key!r} is past the largest a log holds "
                             f"({MAX_SEQUENCE}, 12 digits)")
         if type(seq) is not int or seq < 0:
