@@ -44,7 +44,7 @@ import orjson
 
 from wardrik_cli.store import lines, seal
 from wardrik_cli.errors import BadEvent, CorruptLedger, Failure, NotRegular, WriteFailed
-from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, write_atomic, write_new
+from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, refuse_linked, write_atomic, write_new
 from wardrik_cli.protocol.envelope import (
     GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
     trace_id_of,
@@ -283,6 +283,7 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
         except OSError as e:
             raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
         try:
+            refuse_linked(fd, log.path, "audit log" if log.is_audit else "log file")
             if created and sync:
                 fsync_dir(log.path.parent)
             view = LogView(log, fd)  # its lines end before a torn tail, which is cut only once all is checked

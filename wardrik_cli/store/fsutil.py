@@ -66,6 +66,17 @@ def open_regular(path: Path, flags: int, mode: int = 0o644, *, what: str = "log 
     return fd
 
 
+def refuse_linked(fd: int, path: Path, what: str = "log file") -> None:
+    """``NotRegular`` when the open file ``fd`` has another name (a hard link): writing or
+    cutting it in place would change that file too, which may be anywhere on the file system,
+    outside the root. A file replaced by rename (compaction's) is never written in place."""
+    n = os.fstat(fd).st_nlink
+    if n > 1:
+        raise NotRegular(f"{path} has {n} names (hard links): writing it would change a file elsewhere too, "
+                         f"maybe outside the root; wardrik writes no {what} that has another name "
+                         "(copy it to a file of its own first)")
+
+
 def _kind(st_mode: int) -> str:
     return "a symbolic link" if stat.S_ISLNK(st_mode) else "a FIFO" if stat.S_ISFIFO(st_mode) else \
         "a socket" if stat.S_ISSOCK(st_mode) else "a device" if stat.S_ISCHR(st_mode) or stat.S_ISBLK(st_mode) \

@@ -58,8 +58,8 @@ import orjson
 
 from wardrik_cli.errors import Failure, NotRegular, WardrikError
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, same_access, state_dirs, sync_files, write_atomic,
-                                      write_new)
+from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, refuse_linked, same_access, state_dirs, sync_files,
+                                      write_atomic, write_new)
 from wardrik_cli.store.locking import acquire
 from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.store import seal
@@ -250,6 +250,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 copy_range(wfd, tfd, end0, end1, end0 - cut)  # what was appended meanwhile
                 if size1 > end1:
                     from wardrik_cli.store.append import cut_torn_tail
+                    refuse_linked(wfd, log.path)  # the cut is in place: never through another name
                     cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
                 last_dropped = lines.last_line(wfd, cut)
                 assert last_dropped is not None, "cut > 0: lines come before it"

@@ -79,7 +79,8 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import fsync_dir, open_regular, read_capped, remove_below, write_all, write_new
+from wardrik_cli.store.fsutil import (fsync_dir, open_regular, read_capped, refuse_linked, remove_below, write_all,
+                                      write_new)
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.recorded_gaps import any_recorded, covered, read_gaps
@@ -547,6 +548,7 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             with locked(log.lock_path, timeout=lock_timeout, what=log.name):
                 wfd = open_regular(log.path, os.O_RDWR)
                 try:
+                    refuse_linked(wfd, log.path)
                     if os.fstat(wfd).st_ino != st.st_ino:
                         raise Failure("the log was replaced while it was swept; run compact again")
                     end1, size1 = lines.complete_end(wfd)
