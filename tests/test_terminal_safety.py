@@ -92,3 +92,35 @@ def test_pretty_page_of_random_unicode_is_clean(tmp_path_factory, text):
     code, out, err = _cli(["-v", "page", "a/b", "-F", "pretty"], root)
     assert code == 0, err
     _assert_clean(out)
+
+
+FAKE_ROW = "c1\n    └── 16:40:00  tool rm -rf /srv/prod c2  completed  12 ms"
+
+
+def test_a_line_break_in_event_data_plants_no_row_in_a_tree_or_table(tmp_path):
+    """A newline is the one control the sanitiser lets through (indented JSON keeps its lines):
+    the timeline and the stats table flatten names and ids to one line, as summaries do."""
+    root = tmp_path / "root"
+    _append(root, "acme/a", "run.started", {"task": "deploy"})
+    _append(root, "acme/a", "tool_call.started", {"tool": {"name": "l\ns", "call": {"id": FAKE_ROW}}})
+    _append(root, "acme/a", "tool_call.completed", {"tool": {"name": "l\ns", "call": {"id": FAKE_ROW}}})
+    code, out, err = _cli(["fold", "acme/a", "--view", "timeline", "-o", "pretty"], root)
+    assert code == 0, err
+    text = SGR.sub(b"", out).decode()
+    assert text.count("\n") == 4 and text.count("└──") == 3, text  # header, timeline, run, one item
+    code, out, err = _cli(["stats", "--by", "tool", "-o", "pretty"], root)
+    assert code == 0, err
+    rows = SGR.sub(b"", out).decode().splitlines()
+    assert any(ln.startswith("l s ") for ln in rows) and not any(ln.split()[:1] == ["s"] for ln in rows), rows
+
+
+def test_check_shows_a_line_break_in_a_path_escaped(tmp_path):
+    root = tmp_path / "nl\nok: 0 problems\nroot"
+    _append(root, "acme/a", "run.started", {})
+    with open(root / "acme" / "a.jsonl", "ab") as f:
+        f.write(b"garbage\n")
+    code, out, err = _cli(["check", "-o", "pretty"], root)
+    assert code == 1
+    lines = SGR.sub(b"", out).decode().splitlines()
+    assert lines[0].startswith("error: ") and "nl\\x0aok: 0 problems\\x0aroot" in lines[0], lines
+    assert not any(ln.startswith("ok: 0 problems") for ln in lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wardrik_cli.cli.render.console import console, duration
+from wardrik_cli.cli.safe_text import flat
 
 if TYPE_CHECKING:
     from wardrik_cli.folding.stats import StatsResult
@@ -59,7 +60,7 @@ def print_stats(result: StatsResult) -> None:
         key = r[by]
         if by == "run" and isinstance(key, str):
             key = key[:8]  # as page shows a run, and as --run takes it
-        names.append([Text(key) if isinstance(key, str) else Text(NONE, style="dim")]
+        names.append([Text(flat(key)) if isinstance(key, str) else Text(NONE, style="dim")]
                      + ([Text(str(r["log"] or ""))] if by == "run" else []))
         status = "failed" if r["failures"] else "completed" if r["calls"] else "unended"
         cells = [status, _secs(r["max_s"])] if per_run else [_int(r["calls"])]

@@ -13,6 +13,7 @@ times follow ``render`` (the event families' colours, UTC unless ``--local``).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from wardrik_cli.cli.render.console import ago, clock, console, day_of, duration, short_time, tz_label
 from wardrik_cli.cli.render.events import STYLES, fit_log
 from wardrik_cli.cli.render.summary import doing_text, one_line
+from wardrik_cli.cli.safe_text import flat
 from wardrik_cli.folding.views import BUILTIN_TYPES as BUILTIN
 from wardrik_cli.folding.views import ViewFailed, activity_detail
 
@@ -62,9 +64,17 @@ STATE_VALUE_MAX = 60  # CONTRACT: the state printout cuts values at 60 character
 
 
 def _cut(text: Any) -> Any:
+    """A tree line kept to one line: a line break from an event's names or ids is a space, as
+    in every one-line text (``safe_text.flat``), so no event can plant rows of its own."""
     text.no_wrap = True
     text.overflow = "ellipsis"
+    plain = text.plain
+    if not plain.isprintable():
+        text.plain = _BREAKS.sub(" ", plain)  # one character for one: the styles stay in place
     return text
+
+
+_BREAKS = re.compile(r"[\n\r\v\f\x85\u2028\u2029]")
 
 
 def _error(text: Any, row: dict[str, Any]) -> None:
@@ -138,7 +148,7 @@ def timeline_tree(s: dict[str, Any]) -> Any:
 def _label(v: Any) -> str:
     """A name or id from an event, as a label: a string as it is, anything else on one line
     (``one_line``: JSON, bounded; an f-string's repr of a value nested 1,000 deep would raise)."""
-    return v if isinstance(v, str) else one_line(v)
+    return flat(v) if isinstance(v, str) else one_line(v)
 
 
 def activity_panel(act: dict[str, Any]) -> Any:

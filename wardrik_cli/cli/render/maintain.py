@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from wardrik_cli.cli.render.console import console
 from wardrik_cli.cli.render.events import STYLES
 from wardrik_cli.cli.render.summary import family
+from wardrik_cli.cli.safe_text import safe
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -100,7 +101,7 @@ def print_check(problems: list[Problem], logs: list[Log]) -> None:
         style = "bold red" if p.severity == "error" else "yellow"
         t = Text()
         t.append(f"{p.severity}: ", style=style)
-        t.append(str(p))
+        t.append(safe(str(p), keep_newlines=False))  # one line: a break in a path is shown, not made
         hint = _hint(p.what)
         if hint:
             t.append(f"  ({hint})", style="dim")
