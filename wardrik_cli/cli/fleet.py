@@ -133,6 +133,11 @@ def ship(
     if forget:
         _forget(inv, target, patterns, follow, quiet)
         return
+    from wardrik_cli.protocol.names import MAX_GLOBS, PatternSet
+
+    if patterns and PatternSet.too_many(patterns):  # refused before anything is shipped (see ``store.ship_slots``)
+        raise BadInput(f"a ship target covers at most {MAX_GLOBS} patterns with '*' or '?': name a folder, or "
+                       "fewer globs")
     store = open_store(target, inv.env)
     root = inv.root
     root.require_made("ship")

@@ -197,6 +197,12 @@ def run_tail(root: Root, logs_fn: Callable[[], list[Log]], *, after: Cursor | No
     shown = choose(fmt, Format.jsonl)
     if shown == Format.json and follow:
         raise BadInput("--format json prints one document; with -f use jsonl (or pretty)")
+    if follow and live and not isinstance(live, bool):
+        from wardrik_cli.protocol.names import MAX_GLOBS, PatternSet
+
+        if PatternSet.too_many(list(live)):  # refused before anything is printed (see ``follow.live``)
+            raise BadInput(f"a follower takes at most {MAX_GLOBS} patterns with '*' or '?' (live events are sent "
+                           "by them): name a folder, or fewer globs")
     stopper = Stopper(hangup=exec_cmd is not None)
     saver = CursorSaver(cursor_file)
     if follow:

@@ -55,16 +55,19 @@ def live_dir(root: Any) -> str:
 
 
 class _Registration:
-    __slots__ = ("token", "patterns", "types")
+    __slots__ = ("token", "patterns", "types", "_set")
 
     def __init__(self, token: str, patterns: list[str], types: list[str] | None):
         self.token, self.patterns, self.types = token, patterns, types
+        self._set: Any = None
 
     def matches(self, log_id: str, type_name: str | None = None) -> bool:
-        from wardrik_cli.protocol.names import pattern_covers
         if type_name is not None and self.types is not None and type_name not in self.types:
             return False
-        return any(pattern_covers(p, log_id) for p in self.patterns)  # a folder's logs too
+        if self._set is None:
+            from wardrik_cli.protocol.names import PatternSet
+            self._set = PatternSet(self.patterns)
+        return bool(self._set.covers(log_id))  # a folder's logs too
 
 
 def _names(d: str) -> list[str] | None:
@@ -90,10 +93,13 @@ def _registrations(d: str) -> list[_Registration]:
             continue
         token = name[: -len(REG_SUFFIX)]
         from wardrik_cli.store.fsutil import read_small  # only when someone is registered
+        from wardrik_cli.protocol.names import PatternSet
 
         try:
             obj = _loads(read_small(Path(d, name), MAX_REG_BYTES) or b"null")
             patterns = [p for p in obj["patterns"] if isinstance(p, str)]
+            if PatternSet.too_many(patterns):
+                continue  # no follower registers that many (``Subscription``): planted, and each costs every append
             types = obj.get("types")
             types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else None
         except (OSError, ValueError, KeyError, TypeError):
@@ -317,6 +323,12 @@ class Subscription:
         import secrets
         import socket
 
+        from wardrik_cli.protocol.names import MAX_GLOBS, PatternSet
+
+        if PatternSet.too_many(patterns):
+            from wardrik_cli.errors import BadInput
+            raise BadInput(f"a follower takes at most {MAX_GLOBS} patterns with '*' or '?' (live events are sent by "
+                           "them): name a folder, or fewer globs")
 
         self.dir = live_dir(root)
         from wardrik_cli.store.fsutil import state_dirs

@@ -72,6 +72,38 @@ def pattern_covers(pattern: str, log_id: str) -> bool:
     return not has_wildcards(pattern) and log_id.startswith(pattern + "/")
 
 
+MAX_GLOBS = 256  # globs one registration (a follower's, a ship target's) may hold
+
+
+class PatternSet:
+    """Many patterns matched at once: a log id and the folders above it looked up among the
+    literal patterns (a set), each glob matched by its own regex, compiled once here. What a
+    registration read from the root may hold is bounded by the caller (``too_many``): a
+    planted file of 100,000 globs would otherwise cost every append and every log swept."""
+
+    __slots__ = ("literals", "globs")
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.literals = frozenset(p for p in patterns if not has_wildcards(p))
+        self.globs = [pattern_regex(p) for p in dict.fromkeys(p for p in patterns if has_wildcards(p))]
+
+    @staticmethod
+    def too_many(patterns: list[str]) -> bool:
+        return sum(1 for p in patterns if has_wildcards(p)) > MAX_GLOBS
+
+    def covers(self, log_id: str) -> bool:
+        """``pattern_covers`` of any of the patterns."""
+        if self.literals:
+            if log_id in self.literals:
+                return True
+            i = log_id.rfind("/")
+            while i > 0:
+                if log_id[:i] in self.literals:
+                    return True
+                i = log_id.rfind("/", 0, i)
+        return any(g.fullmatch(log_id) for g in self.globs)
+
+
 def validate_pattern(pattern: str) -> str:
     """A pattern is a log id in which ``*`` and ``?`` may stand for characters."""
     probe = pattern.replace("*", "a").replace("?", "a")

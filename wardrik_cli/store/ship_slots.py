@@ -51,8 +51,8 @@ from typing import Any
 
 import orjson
 
-from wardrik_cli.errors import Failure, NotRegular
-from wardrik_cli.protocol.names import AUDIT_NAME, has_wildcards, pattern_regex
+from wardrik_cli.errors import BadInput, Failure, NotRegular
+from wardrik_cli.protocol.names import AUDIT_NAME, MAX_GLOBS, PatternSet, has_wildcards
 from wardrik_cli.protocol.times import now
 from wardrik_cli.store.fsutil import fsync_dir, read_capped, state_dirs, write_atomic
 from wardrik_cli.store.layout import Root
@@ -114,19 +114,16 @@ class Slot:
     patterns: list[str] | None  # None: every agent log and the audit log
     positions: dict[str, int] = field(default_factory=dict)  # "deployment/kind/name" -> last stored
     readable: bool = True
+    _matcher: PatternSet | None = field(default=None, repr=False, compare=False)
 
     def covers(self, kind: str, name: str) -> bool:
         if self.patterns is None or not self.readable:
             return True
         if kind == AUDIT:
             return False  # patterns name agent logs; the audit log is shipped with "everything"
-        for p in self.patterns:
-            if has_wildcards(p):
-                if pattern_regex(p).fullmatch(name):
-                    return True
-            elif name == p or name.startswith(p + "/"):  # a log id, or a folder of logs
-                return True
-        return False
+        if self._matcher is None:  # once per sweep, not once per log
+            self._matcher = PatternSet(self.patterns)
+        return self._matcher.covers(name)  # a log id, a folder of logs, or a glob
 
     def position(self, kind: str, name: str) -> int:
         """The last sequence of the log this target has confirmed storing (0: none)."""
@@ -160,6 +157,8 @@ def load(root: Root) -> list[Slot]:
         ok = isinstance(d, dict) and isinstance(d.get("target"), str) and isinstance(d.get("deployment"), str) \
             and (d.get("patterns") is None or (isinstance(d["patterns"], list)
                                                and all(isinstance(p, str) for p in d["patterns"])))
+        if ok and d.get("patterns") is not None and PatternSet.too_many(d["patterns"]):
+            ok = False  # no run of `ship` writes that many: planted, and each would cost every log swept
         if not ok:
             out.append(Slot(f"(unreadable registration {ship_dir(root) / n})", "", None, readable=False))
             continue
@@ -196,6 +195,9 @@ def register(root: Root, url: str, deployment: str, patterns: list[str] | None) 
     merged: list[str] | None = None
     if all(isinstance(c, list) for c in covers):
         merged = sorted({p for c in covers for p in c})
+        if PatternSet.too_many(merged):
+            raise BadInput(f"a ship target covers at most {MAX_GLOBS} patterns with '*' or '?' (this one would cover "
+                           f"{sum(1 for p in merged if has_wildcards(p))}): name a folder, or fewer globs")
     same = (not legacy and isinstance(old, dict) and old.get("target") == url
             and old.get("deployment") == deployment and merged == old.get("patterns"))
     if not same:
