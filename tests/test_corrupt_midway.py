@@ -76,6 +76,15 @@ def test_json_prints_nothing_when_the_first_line_read_is_corrupt(tmp_path):
     assert q.returncode == 0 and [int(e["sequence"]) for e in orjson.loads(q.stdout)["events"]] == [1]
 
 
+def test_json_after_some_events_is_a_whole_document_of_them_with_no_cursor(root):
+    """A script's `jq` reads what was printed; `next` is null, as a cursor file is left as it
+    was (the read did not end); the error and exit 1 say why."""
+    p = run_cli("page", "L", "--all", "-o", "json", root=root)
+    _corrupt(p, "L", 4)
+    doc = orjson.loads(p.stdout)
+    assert doc["next"] is None and [int(e["sequence"]) for e in doc["events"]] == [1, 2, 3]
+
+
 def test_over_many_logs_the_events_before_the_line_in_time_are_shown(tmp_path):
     """Two logs written turn about: the merge shows every event older than the bad line's
     neighbours, then the error."""

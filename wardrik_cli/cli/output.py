@@ -113,13 +113,22 @@ def write_json(obj: Any, *, indent: bool = True) -> None:
 def write_events_json(raws: Iterable[bytes], next_cursor_fn: Callable[[], str]) -> None:
     """``{"events": [...], "next": "..."}`` streamed: stored lines go in as they are read. The
     document starts with its first event (or at the end): a read that fails before any event
-    (a corrupt line) prints nothing, not half a document."""
+    (a corrupt line) prints nothing, not half a document; one that fails after some closes
+    the document on what was printed, with ``"next": null`` (no cursor: the read did not end,
+    as a cursor file is left as it was), and the error follows on stderr (exit 1)."""
+    from wardrik_cli.errors import WardrikError
+
     with Batch() as b:
         first = True
-        for raw in raws:
-            b.write(b'{"events": [\n  ' if first else b",\n  ")
-            b.write(raw)
-            first = False
+        try:
+            for raw in raws:
+                b.write(b'{"events": [\n  ' if first else b",\n  ")
+                b.write(raw)
+                first = False
+        except WardrikError:
+            if not first:
+                b.write(b'\n], "next": null}\n')  # a valid document of what was read before it
+            raise
         b.write(b"\n], " if not first else b'{"events": [], ')
         b.write(b'"next": ' + orjson.dumps(next_cursor_fn()) + b"}\n")
 
