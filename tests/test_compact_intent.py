@@ -132,8 +132,12 @@ KILL_AT_RENAME = """
 import os, signal, sys
 target = os.environ["KILL_AT_RENAME"]
 def hook(event, args):
-    if event in ("os.rename", "os.replace") and str(args[1]).endswith(target):
-        os.kill(os.getpid(), signal.SIGKILL)
+    if event in ("os.rename", "os.replace"):
+        dst, dst_dir_fd = str(args[1]), args[3]
+        if dst_dir_fd not in (None, -1):  # a rename by name in a folder held open
+            dst = os.readlink(f"/proc/self/fd/{dst_dir_fd}") + "/" + dst
+        if dst.endswith(target):
+            os.kill(os.getpid(), signal.SIGKILL)
 sys.addaudithook(hook)
 from wardrik_cli.cli.entry import main
 main()

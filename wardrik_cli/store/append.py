@@ -44,7 +44,8 @@ import orjson
 
 from wardrik_cli.store import lines, seal
 from wardrik_cli.errors import BadEvent, CorruptLedger, Failure, NotRegular, WriteFailed
-from wardrik_cli.store.fsutil import MAX_RECORD_BYTES, fsync_dir, open_regular, refuse_linked, write_atomic, write_new
+from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, open_folder, open_regular, refuse_linked,
+                                      write_atomic, write_new)
 from wardrik_cli.protocol.envelope import (
     GENESIS_HASH, SEQ_WIDTH, Clock, RunTracker, agent_source, audit_source, build_event, dumps_line, parse_traceparent,
     trace_id_of,
@@ -141,17 +142,19 @@ def _makedirs_synced(path: Path, stop: Path, sync: bool) -> None:
             fsync_dir(d.parent)
 
 
-def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str) -> Path | None:
-    """Keep the bytes past the last newline beside the log, then truncate them off."""
+def cut_torn_tail(fd: int, path: Path, end: int, size: int, *, sync: bool, warn: Warn, label: str,
+                  dir_fd: int | None = None) -> Path | None:
+    """Keep the bytes past the last newline beside the log, then truncate them off. ``dir_fd``:
+    the log's folder (``fsutil.open_folder``), where the kept bytes are written by name."""
     if size <= end:
         return None
     torn = os.pread(fd, size - end, end)
     keep = path.with_name(f"{path.name}.torn-{end}-{time.time_ns()}")
     try:
-        write_new(keep, torn, durable=True, like=os.fstat(fd))
+        write_new(keep, torn, durable=True, like=os.fstat(fd), dir_fd=dir_fd)
     except OSError as e:
         try:
-            keep.unlink()
+            os.unlink(keep if dir_fd is None else keep.name, dir_fd=dir_fd)
         except OSError:
             pass
         raise WriteFailed(f"{label}: found a torn tail of {size - end} bytes at byte {end} but could not keep "
@@ -277,70 +280,87 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
         root.require_writable("audit record" if log.is_audit else "append")
     with locked(log.lock_path, timeout=lock_timeout, what=label):
         _makedirs_synced(log.path.parent, root.path, sync)
-        created = not log.path.exists()
+        # the log's folder, held: a folder swapped for a link meanwhile is never written through
         try:
-            fd = open_regular(log.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            dfd = open_folder(root.path, log.path.parent)
         except OSError as e:
-            raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
+            raise WriteFailed(f"cannot open {log.path.parent}: {e.strerror}") from None
         try:
-            refuse_linked(fd, log.path, "audit log" if log.is_audit else "log file")
-            if created and sync:
-                fsync_dir(log.path.parent)
-            view = LogView(log, fd)  # its lines end before a torn tail, which is cut only once all is checked
-            note = _verify_lines(log, view)
-            last = view.last()
-            if last is not None:
-                next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
-                prev_hash = _sha256(_last_raw(fd, view.end) + b"\n") if log.is_audit else None
-            else:
-                try:
-                    wm = _emptied_log_record(log, view, warn, label)
-                except Failure:
-                    if created:  # refused: leave no empty log behind either
-                        _unlink_quietly(log.path)
-                    raise
-                next_seq = wm.next_sequence if wm else 1
-                prev_time = wm.time if wm else None
-                prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
-            _check_derived(view, last, next_seq, prev_time, len(items), label)
-            if log.is_audit:
-                tracker = RunTracker(None)
-            elif note is not None and "trace" in note:
-                tracker = RunTracker(note["trace"])  # the run open after the last append
-            else:
-                tracker = RunTracker(_open_run(view, warn))
-            clock = Clock(prev_time)
-            source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
-            buf, ends = bytearray(), array("Q")
-            for i, it in enumerate(items):
-                data = dict(it.data)
-                trace, span = tracker.trace_for(it.etype, data, it.traceparent)
-                subject = it.subject if it.subject is not None else (
-                    f"agents/{log.name}" if not log.is_audit else "audit")
-                event = build_event(etype=it.etype, data=data, source=source, subject=subject,
-                                    seq=next_seq + i, time_str=clock.next(), trace=trace, span=span,
-                                    prevhash=prev_hash if log.is_audit else None)
-                line = dumps_line(event)
-                if log.is_audit:
-                    prev_hash = _sha256(line)
-                buf += line
-                ends.append(len(buf))
-            out = StoredLines(buf, ends)
-            # Last before the write: a refused append (a corrupt line, a damaged record, a
-            # sequence at its maximum) leaves the torn tail where it is; it writes nothing.
-            cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label)
-            _write_all(fd, buf, out, label, sync)
-            _save_verified(log, fd, tracker.open_trace)
-            return out
+            return _append_in(log, dfd, items, deployment, sync=sync, warn=warn, label=label)
         finally:
-            os.close(fd)
+            os.close(dfd)
 
 
-def _unlink_quietly(path: Path) -> None:
+def _append_in(log: Log, dfd: int, items: Sequence[AppendItem], deployment: str, *, sync: bool, warn: Warn,
+               label: str) -> StoredLines:
+    """``append``'s work under the log's lock, in its folder ``dfd``."""
+    name = log.path.name
     try:
-        os.unlink(path)
-    except OSError:
-        pass
+        os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        created = False
+    except FileNotFoundError:
+        created = True
+    try:
+        fd = open_regular(name, os.O_RDWR | os.O_APPEND | os.O_CREAT, dir_fd=dfd)
+    except NotRegular as e:
+        raise NotRegular(str(e).replace(name, str(log.path), 1)) from None
+    except OSError as e:
+        raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
+    try:
+        refuse_linked(fd, log.path, "audit log" if log.is_audit else "log file")
+        if created and sync:
+            os.fsync(dfd)
+        view = LogView(log, fd)  # its lines end before a torn tail, which is cut only once all is checked
+        note = _verify_lines(log, view)
+        last = view.last()
+        if last is not None:
+            next_seq, prev_time = int(last[1]["sequence"]) + 1, last[1]["time"]
+            prev_hash = _sha256(_last_raw(fd, view.end) + b"\n") if log.is_audit else None
+        else:
+            try:
+                wm = _emptied_log_record(log, view, warn, label)
+            except Failure:
+                if created:  # refused: leave no empty log behind either
+                    try:
+                        os.unlink(name, dir_fd=dfd)
+                    except OSError:
+                        pass
+                raise
+            next_seq = wm.next_sequence if wm else 1
+            prev_time = wm.time if wm else None
+            prev_hash = ((wm.hash if wm else None) or GENESIS_HASH) if log.is_audit else None
+        _check_derived(view, last, next_seq, prev_time, len(items), label)
+        if log.is_audit:
+            tracker = RunTracker(None)
+        elif note is not None and "trace" in note:
+            tracker = RunTracker(note["trace"])  # the run open after the last append
+        else:
+            tracker = RunTracker(_open_run(view, warn))
+        clock = Clock(prev_time)
+        source = audit_source(deployment) if log.is_audit else agent_source(deployment, log.name)
+        buf, ends = bytearray(), array("Q")
+        for i, it in enumerate(items):
+            data = dict(it.data)
+            trace, span = tracker.trace_for(it.etype, data, it.traceparent)
+            subject = it.subject if it.subject is not None else (
+                f"agents/{log.name}" if not log.is_audit else "audit")
+            event = build_event(etype=it.etype, data=data, source=source, subject=subject,
+                                seq=next_seq + i, time_str=clock.next(), trace=trace, span=span,
+                                prevhash=prev_hash if log.is_audit else None)
+            line = dumps_line(event)
+            if log.is_audit:
+                prev_hash = _sha256(line)
+            buf += line
+            ends.append(len(buf))
+        out = StoredLines(buf, ends)
+        # Last before the write: a refused append (a corrupt line, a damaged record, a
+        # sequence at its maximum) leaves the torn tail where it is; it writes nothing.
+        cut_torn_tail(fd, log.path, view.end, view.size, sync=sync, warn=warn, label=label, dir_fd=dfd)
+        _write_all(fd, buf, out, label, sync)
+        _save_verified(log, fd, tracker.open_trace)
+        return out
+    finally:
+        os.close(fd)
 
 
 def _emptied_log_record(log: Log, view: LogView, warn: Warn, label: str) -> Watermark | None:

@@ -42,16 +42,46 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def open_regular(path: Path, flags: int, mode: int = 0o644, *, what: str = "log file") -> int:
+def open_folder(root: Path, folder: Path) -> int:
+    """An fd of ``folder`` (``root`` or a folder under it), each level below ``root`` opened
+    relative to the one above it with ``O_NOFOLLOW``: a folder swapped for a symbolic link at
+    any instant (by whoever may write the root) is never gone through, as a path would be on
+    every use. ``root`` itself may be a link (the operator's choice). Files are then created,
+    opened, renamed and removed by name in it (``dir_fd``), so what was checked is what is
+    written. ``NotRegular`` names a level that is a link or not a folder."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    here = Path(root)
+    try:
+        for part in Path(folder).relative_to(root).parts:
+            here = here / part
+            try:
+                sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise NotRegular(f"{here} is a symbolic link or not a folder; wardrik never follows links "
+                                     "out of a root") from None
+                raise
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "log file",
+                 dir_fd: int | None = None) -> int:
     """Open a log (or any file wardrik keeps under a root) only if it is a regular file.
 
     A symbolic link is never followed (``O_NOFOLLOW``: nothing is read or written outside
     the root through one), and a FIFO, socket or device is never waited on (``O_NONBLOCK``,
     then an ``S_ISREG`` check before any read, lock or write): ``NotRegular`` instead.
     FileNotFoundError and other OSErrors pass through. ``what`` names the file's kind in
-    the message (``lock file``: "not a lock file")."""
+    the message (``lock file``: "not a lock file"). ``dir_fd``: ``path`` is a name in that
+    folder (``open_folder``)."""
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise NotRegular(f"{path} is a symbolic link; wardrik never follows links to {what}s") from None
@@ -205,20 +235,23 @@ def same_access(fd: int, like: os.stat_result, *, owner: bool) -> None:
         os.fchmod(fd, mode)
 
 
-def write_new(path: Path, data: bytes, *, durable: bool = False, like: os.stat_result | None = None) -> None:
+def write_new(path: Path, data: bytes, *, durable: bool = False, like: os.stat_result | None = None,
+              dir_fd: int | None = None) -> None:
     """Create ``path`` holding ``data``, with ``O_EXCL|O_NOFOLLOW``: a file or symlink planted
     at its name is never written through (a stale one is unlinked, the link itself, and the
     create tried once more). ``durable``: the file and its directory entry are fsynced before
     it returns (bytes kept beside a log, records); else not synced (a batch syncs at once).
     ``like``: the file gets that file's access (``same_access``; bytes kept beside a log get
-    the log's), else 0644 less the umask. OSError propagates after the file is removed."""
+    the log's), else 0644 less the umask. OSError propagates after the file is removed.
+    ``dir_fd``: the file is made in that folder (``open_folder``), by its name."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     mode = 0o644 if like is None else 0o600  # never readable by more than the log, even for an instant
+    name: Path | str = path if dir_fd is None else path.name
     try:
-        fd = os.open(path, flags, mode)
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)
     except FileExistsError:
-        os.unlink(path)  # left by a writer that died, or planted: never followed
-        fd = os.open(path, flags, mode)
+        os.unlink(name, dir_fd=dir_fd)  # left by a writer that died, or planted: never followed
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)
     try:
         if like is not None:
             same_access(fd, like, owner=False)
@@ -228,13 +261,16 @@ def write_new(path: Path, data: bytes, *, durable: bool = False, like: os.stat_r
     except OSError:
         os.close(fd)
         try:
-            os.unlink(path)
+            os.unlink(name, dir_fd=dir_fd)
         except OSError:
             pass
         raise
     os.close(fd)
     if durable:
-        fsync_dir(path.parent)
+        if dir_fd is None:
+            fsync_dir(path.parent)
+        else:
+            os.fsync(dir_fd)
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True, tmp: Path | None = None) -> None:

@@ -58,8 +58,8 @@ import orjson
 
 from wardrik_cli.errors import Failure, NotRegular, WardrikError
 from wardrik_cli.store import lines
-from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, refuse_linked, same_access, state_dirs, sync_files,
-                                      write_atomic, write_new)
+from wardrik_cli.store.fsutil import (MAX_RECORD_BYTES, fsync_dir, open_folder, refuse_linked, same_access, state_dirs,
+                                      sync_files, write_atomic, write_new)
 from wardrik_cli.store.locking import acquire
 from wardrik_cli.store.log import Log, decode_event
 from wardrik_cli.store import seal
@@ -132,12 +132,22 @@ class Staged:
     kept_beside: Path | None = None
 
     def discard(self, *, replaced: bool = False) -> None:
-        for p in (self.tmp, self.wm_tmp) if replaced or self.kept_beside is None else \
-                (self.tmp, self.wm_tmp, self.kept_beside):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+        try:
+            os.unlink(self.wm_tmp)
+        except OSError:
+            pass
+        try:
+            dfd = open_folder(self.log.root.path, self.log.path.parent)
+        except (OSError, NotRegular):
+            return  # the folder is gone or a link now: nothing is removed through it
+        try:
+            for p in (self.tmp,) if replaced or self.kept_beside is None else (self.tmp, self.kept_beside):
+                try:
+                    os.unlink(p.name, dir_fd=dfd)
+                except OSError:
+                    pass
+        finally:
+            os.close(dfd)
 
 
 def _last_event_before(fd: int, end: int, look: int = 1000) -> tuple[str | None, int | None, str | None]:
@@ -215,12 +225,14 @@ def _describes(rec: dict[str, Any], ino: int, first_seq: int) -> bool:
 
 
 def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, warn: Callable[[str], None],
-          lock_timeout: float | None, after_bulk: Callable[[], None] | None = None, run_mark: int = 0) -> Staged:
+          lock_timeout: float | None, after_bulk: Callable[[], None] | None = None, run_mark: int = 0,
+          dir_fd: int) -> Staged:
     """Steps 2 of the crash order for one log whose bytes [cut, end) are kept: the new file
     and record written (not synced), the log's lock taken and held. Raises Failure/OSError
-    with nothing left behind (temps removed, lock released)."""
+    with nothing left behind (temps removed, lock released). ``dir_fd``: the log's folder
+    (``fsutil.open_folder``): the new file is made and the log opened again by name in it."""
     tmp, wm_tmp = tmp_path(log), wm_tmp_path(log)
-    tfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    tfd = os.open(tmp.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     lock_fd: int | None = None
     try:
         try:
@@ -237,7 +249,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 after_bulk()
             lock_fd = acquire(log.lock_path, timeout=lock_timeout, what=log.name)
             try:
-                wfd = os.open(log.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+                wfd = os.open(log.path.name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
             except FileNotFoundError:
                 raise Failure("the log was removed while it was swept") from None
             try:
@@ -251,7 +263,7 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
                 if size1 > end1:
                     from wardrik_cli.store.append import cut_torn_tail
                     refuse_linked(wfd, log.path)  # the cut is in place: never through another name
-                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
+                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name, dir_fd=dir_fd)
                 last_dropped = lines.last_line(wfd, cut)
                 assert last_dropped is not None, "cut > 0: lines come before it"
                 dropped_time, dropped_seq, dropped_source = _last_event_before(wfd, cut)
@@ -282,9 +294,9 @@ def stage(log: Log, fd: int, ino: int, cut: int, end0: int, first_seq: int, *, w
         finally:
             os.close(tfd)
     except BaseException:
-        for p in (tmp, wm_tmp):
+        for p, dfd in ((tmp.name, dir_fd), (wm_tmp, None)):
             try:
-                os.unlink(p)
+                os.unlink(p, dir_fd=dfd)
             except OSError:
                 pass
         if lock_fd is not None:
@@ -299,7 +311,7 @@ def _batch_logs() -> int:
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft == resource.RLIM_INFINITY:
         return BATCH_LOGS
-    return max(1, min(BATCH_LOGS, (soft - 64) // 2))
+    return max(1, min(BATCH_LOGS, (soft - 64) // 3))  # and at its commit, one fd per folder
 
 
 class Batch:
@@ -356,14 +368,25 @@ class Batch:
             live = [s for s in live if s.error is None]
             live = self._sync_dirs(live, lambda s: s.log.watermark_path.parent,
                                    "could not sync the directory of its record ({}); the log was kept as it was")
-            for s in live:  # step 5
-                try:
-                    os.rename(s.tmp, s.log.path)
-                except OSError as e:
-                    self._fail([s], f"could not replace the log ({e.strerror}); it was kept as it was")
-            live = [s for s in live if s.error is None]
-            live = self._sync_dirs(live, lambda s: s.log.path.parent,
-                                   "the log was replaced but its directory could not be synced ({})", replaced=True)
+            folders: dict[Path, int] = {}  # each log's folder, opened once: renamed in by name
+            try:
+                for s in live:  # step 5
+                    try:
+                        dfd = folders.get(s.log.path.parent)
+                        if dfd is None:
+                            dfd = folders[s.log.path.parent] = open_folder(s.log.root.path, s.log.path.parent)
+                        os.rename(s.tmp.name, s.log.path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                    except NotRegular as e:
+                        self._fail([s], f"could not replace the log ({e}); it was kept as it was")
+                    except OSError as e:
+                        self._fail([s], f"could not replace the log ({e.strerror}); it was kept as it was")
+                live = [s for s in live if s.error is None]
+                live = self._sync_dirs(live, lambda s: s.log.path.parent,
+                                       "the log was replaced but its directory could not be synced ({})",
+                                       replaced=True, fds=folders)
+            finally:
+                for dfd in folders.values():
+                    os.close(dfd)
             for s in live:
                 # Still under the lock: the appender's note moves to the new file (its kept
                 # lines were verified, and the run open at its end is the same run).
@@ -387,11 +410,15 @@ class Batch:
             s.discard(replaced=replaced)
 
     def _sync_dirs(self, live: list[Staged], dir_of: Callable[[Staged], Path], why: str, *,
-                   replaced: bool = False) -> list[Staged]:
+                   replaced: bool = False, fds: dict[Path, int] | None = None) -> list[Staged]:
+        """Sync each folder of ``live`` once (``fds``: those held open, synced through them)."""
         failed: dict[Path, str] = {}
         for d in dict.fromkeys(dir_of(s) for s in live):
             try:
-                fsync_dir(d)
+                if fds is not None and d in fds:
+                    os.fsync(fds[d])
+                else:
+                    fsync_dir(d)
             except OSError as e:
                 failed[d] = e.strerror or str(e)
         for s in live:

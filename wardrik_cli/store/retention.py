@@ -78,9 +78,9 @@ import orjson
 
 
 from wardrik_cli.store import lines
-from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import (fsync_dir, open_regular, read_capped, refuse_linked, remove_below, write_all,
-                                      write_new)
+from wardrik_cli.errors import Failure, NotRegular, ReadOnlyRoot, WardrikError
+from wardrik_cli.store.fsutil import (fsync_dir, open_folder, open_regular, read_capped, refuse_linked, remove_below,
+                                      write_all, write_new)
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.recorded_gaps import any_recorded, covered, read_gaps
@@ -461,9 +461,31 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
     once the batch is committed (``LogResult.settle``). Without a batch it is replaced at once."""
     res = LogResult(log.name)
     try:
-        fd = open_regular(log.path, os.O_RDONLY)
+        # the log's folder, held: a folder swapped for a link meanwhile is never gone through
+        # (every file of the sweep beside the log is made, opened and renamed by name in it)
+        dfd = open_folder(log.root.path, log.path.parent)
     except FileNotFoundError:
         return res
+    try:
+        try:
+            fd = open_regular(log.path.name, os.O_RDONLY, dir_fd=dfd)
+        except FileNotFoundError:
+            return res
+        except NotRegular as e:
+            raise NotRegular(str(e).replace(log.path.name, str(log.path), 1)) from None
+        return _compact_open(log, dfd, fd, cutoff, res, dry_run=dry_run, warn=warn, lock_timeout=lock_timeout,
+                             _after_bulk=_after_bulk, max_bytes=max_bytes, batch=batch, slots=slots,
+                             lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
+                             before_drop=before_drop)
+    finally:
+        os.close(dfd)
+
+
+def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, dry_run: bool,
+                  warn: Callable[[str], None], lock_timeout: float | None, _after_bulk: Callable[[], None] | None,
+                  max_bytes: int | None, batch: Batch | None, slots: list[Slot] | None, lag_cutoff: str | None,
+                  skip_corrupt: bool, future: str | None, before_drop: Callable[[], None] | None) -> LogResult:
+    """``compact_log`` of the log open at ``fd`` in its folder ``dfd`` (``fd`` closed here)."""
     try:
         st = os.fstat(fd)
         end0, size0 = lines.complete_end(fd, st.st_size)
@@ -546,14 +568,14 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if cut == 0:
             # Nothing to drop: only cut the torn tail, in place, under the appenders' lock.
             with locked(log.lock_path, timeout=lock_timeout, what=log.name):
-                wfd = open_regular(log.path, os.O_RDWR)
+                wfd = open_regular(log.path.name, os.O_RDWR, dir_fd=dfd)
                 try:
                     refuse_linked(wfd, log.path)
                     if os.fstat(wfd).st_ino != st.st_ino:
                         raise Failure("the log was replaced while it was swept; run compact again")
                     end1, size1 = lines.complete_end(wfd)
                     from wardrik_cli.store.append import cut_torn_tail
-                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name)
+                    cut_torn_tail(wfd, log.path, end1, size1, sync=True, warn=warn, label=log.name, dir_fd=dfd)
                     res.bytes_before, res.bytes_after = size1, end1
                     if first_seq is not None and last_seq is not None:
                         res.kept = _seq_at(lines.last_line(wfd, end1)) - first_seq + 1
@@ -569,16 +591,16 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         if bad:
             # written once the drop is sure to be tried (a refused sweep leaves no copy behind,
             # run after run), removed again if it is not made (the log still holds those bytes)
-            kept_beside = _keep_damaged(log, bad)
+            kept_beside = _keep_damaged(log, bad, dfd)
             res.damaged_kept = str(kept_beside)
             res.notes.append(f"{len(bad)} line(s) in the part dropped are not events (the first at byte "
                              f"{bad[0][0]}); their bytes are kept in {kept_beside}")
         try:
             staged = stage(log, fd, st.st_ino, cut, end0, first_seq, warn=warn, lock_timeout=lock_timeout,
-                           after_bulk=_after_bulk, run_mark=run_mark)
+                           after_bulk=_after_bulk, run_mark=run_mark, dir_fd=dfd)
         except BaseException:
             if kept_beside is not None:
-                _unlink_quietly(kept_beside)
+                _unlink_quietly(kept_beside.name, dfd)
             raise
         staged.kept_beside = kept_beside
         if went is not None:
@@ -589,6 +611,7 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
             return res
         one = Batch()
         one.add(staged)
+        res.staged = staged  # its figures (or its error) come from the commit
         one.commit()
         res.settle()
         return res
@@ -781,21 +804,22 @@ def _damaged_in(fd: int, start: int, stop: int) -> tuple[list[tuple[int, bytes]]
     return bad, mark, n_lines
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(name: str, dir_fd: int) -> None:
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass
 
 
-def _keep_damaged(log: Log, bad: list[tuple[int, bytes]]) -> Path:
-    """Write the damaged lines beside the log (durably) before the part holding them is dropped."""
+def _keep_damaged(log: Log, bad: list[tuple[int, bytes]], dfd: int) -> Path:
+    """Write the damaged lines beside the log (durably, by name in its folder ``dfd``) before
+    the part holding them is dropped."""
     keep = log.path.with_name(f"{log.path.name}.damaged-{bad[0][0]}-{time.time_ns()}")
     try:
-        like: os.stat_result | None = os.stat(log.path, follow_symlinks=False)
+        like: os.stat_result | None = os.stat(log.path.name, dir_fd=dfd, follow_symlinks=False)
     except OSError:
         like = None
-    write_new(keep, b"".join(raw + b"\n" for _off, raw in bad), durable=True, like=like)
+    write_new(keep, b"".join(raw + b"\n" for _off, raw in bad), durable=True, like=like, dir_fd=dfd)
     return keep
 
 
