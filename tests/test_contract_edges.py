@@ -75,3 +75,15 @@ def test_the_state_printout_cuts_values_at_60_characters(tmp_path):
     assert p.returncode == 0, p.stderr
     [line] = [ln for ln in p.stdout.decode().splitlines() if "answer" in ln]
     assert "x" * 60 + "..." in line and "x" * 61 not in line
+
+
+def test_fold_of_a_file_with_a_root_that_does_not_exist_is_refused_as_by_every_reader(tmp_path):
+    """CONTRACT: a root that does not exist is an error for every command but append and audit
+    record; `fold FILE.jsonl` folded the file and exited 0."""
+    assert run_cli("append", "a", "run.started", root=tmp_path / "r").returncode == 0
+    missing = tmp_path / "missing"
+    for argv in (["fold", str(tmp_path / "r" / "a.jsonl")], ["fold", "a"], ["page", "a"]):
+        p = run_cli(*argv, root=missing)
+        assert (p.returncode, p.stdout) == (2, b""), argv
+        assert p.stderr.startswith(b"error: root ") and b"does not exist" in p.stderr, p.stderr
+    assert run_cli("fold", str(tmp_path / "r" / "a.jsonl"), root=tmp_path).returncode == 0  # any root that is one

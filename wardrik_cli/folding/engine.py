@@ -94,7 +94,9 @@ class FoldResult:
 
 
 def target(root: Root, arg: str) -> Target:
-    """A log id, or a path ending in .jsonl (anywhere)."""
+    """A log id, or a path ending in .jsonl (anywhere). A root that does not exist is an
+    error either way, as for every reader (the contract's rule; a file folds beside any root)."""
+    root.require()
     if arg.endswith(LOG_SUFFIX):
         p = Path(arg)
         if not p.exists():
@@ -107,7 +109,6 @@ def target(root: Root, arg: str) -> Target:
                 return Target(arg, Log.agent(root, log_id), True)
         return Target(arg, _FileLog(p), False)
     validate_log_id(arg)
-    root.require()
     log = Log.agent(root, arg)
     if not log.exists():
         raise NoSuchLog(f"no log {arg!r} under {root.path}")
