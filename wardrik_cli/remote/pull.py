@@ -318,6 +318,12 @@ def _pull_log(store: Store, segs: list[keys.Parsed], others: list[remote_gaps.Ot
             h = _prevhash(path)  # nothing before it to check it against: the chain goes on from it
         _write_record(log, row.first, t, h, first_time)
         row.dropped = row.first - 1
+    elif row.first == 0 and skipped is not None:
+        # Every segment was older than --since: the log is empty here, and its record says
+        # where it ends (as a compaction that dropped everything would), so its readers give an
+        # events.dropped, a cursor from the source is taken, and an append would go on from it.
+        _write_record(log, skipped[0] + 1, skipped[2], skipped[1], None)
+        row.dropped = skipped[0]
 
 
 def _prevhash(path: Path) -> str | None:
