@@ -338,3 +338,22 @@ def test_scope_refuses_what_query_refuses():
     for bad in ("delete from events", "select 1; select 2", "selec 1"):
         with pytest.raises(SqlRefused):
             scope(bad)
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "pretty"])
+def test_maps_with_keys_that_are_not_text_and_integers_past_64_bits_are_written(sroot, fmt):
+    """histogram() gives a MAP keyed by numbers, and a HUGEINT sum passes 64 bits: orjson
+    refuses both, which was an internal error (exit 1) and half a JSON document."""
+    p = run_cli("sql", "select histogram(x) h, (1::hugeint << 70) + x v from (select 1 x) t group by x",
+                "-o", fmt, root=sroot)
+    assert p.returncode == 0 and b"internal error" not in p.stderr, p.stderr
+    big = str((1 << 70) + 1)
+    if fmt in ("json", "jsonl"):
+        import json  # reads a big integer as one (orjson reads it as a float)
+
+        text = p.stdout.decode()
+        rows = json.loads(text) if fmt == "json" else [json.loads(line) for line in text.splitlines()]
+        assert rows == [{"h": {"1": 1}, "v": int(big)}]
+        assert big.encode() in p.stdout  # written whole, not as a float
+    else:
+        assert big.encode() in p.stdout and b'"1":1' in p.stdout.replace(b'""', b'"')

@@ -128,6 +128,28 @@ def _default(v: Any) -> Any:
     return str(v)
 
 
+def _dumps(v: Any) -> bytes:
+    """JSON of a value DuckDB gave: orjson's, or, for what it refuses (a MAP whose keys are not
+    strings, an integer past 64 bits such as a HUGEINT sum), the same value made writable: keys
+    as their text, a big integer written whole."""
+    try:
+        return orjson.dumps(v, default=_default)
+    except TypeError:
+        return orjson.dumps(_writable(v), default=_default)
+
+
+def _writable(v: Any) -> Any:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return orjson.Fragment(str(v)) if not -(1 << 63) <= v < (1 << 64) else v
+    if isinstance(v, dict):
+        return {k if isinstance(k, str) else _text(k): _writable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_writable(x) for x in v]
+    return v
+
+
 def _converters(types: list[str]) -> list[Callable[[Any], Any] | None]:
     """Per column, what a value becomes before orjson writes it (None: as it is)."""
     def json_text(v: Any) -> Any:
@@ -151,7 +173,10 @@ def _json(columns: list[str], types: list[str], batches: Iterator[list[tuple[Any
             for row in rows:
                 obj = {name: (row[i] if conv[i] is None or row[i] is None else conv[i](row[i]))  # type: ignore[misc]
                        for i, name in keys}
-                line = dumps(obj, default=_default)
+                try:
+                    line = dumps(obj, default=_default)
+                except TypeError:
+                    line = _dumps(obj)
                 if array:
                     out.write(b"\n  " + line if first else b",\n  " + line)
                 else:
@@ -172,7 +197,7 @@ def _text(v: Any) -> str:
     if isinstance(v, dt.datetime):
         return _time(v)
     if isinstance(v, (dict, list, tuple)):
-        return orjson.dumps(v, default=_default).decode()
+        return _dumps(v).decode()
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v).hex()
     return str(v)
