@@ -387,6 +387,9 @@ def test_remote_compact_writes_a_watermark_then_deletes_whole_expired_segments(t
     assert rows["big"]["dropped"] == dry["big"]["dropped"] > 150
     cutoff = orjson.loads(p.stdout)["cutoff"]
     kept = segments(target, "big")
+    # the contract's row: bytes before and after are the log's segments' (its stored lines)
+    assert rows["big"]["bytes_before"] == dry["big"]["bytes_before"] == (r / "big.jsonl").stat().st_size
+    assert rows["big"]["bytes_after"] == dry["big"]["bytes_after"] == sum(len(target.get(k)) for _, k in kept)
     kept_keys = {k for _, k in kept}
     gone = [k for k in before if KEY.fullmatch(k) and "log=big/" in k and k not in kept_keys]
     for k in gone:  # every deleted segment was wholly older than the cutoff ...

@@ -64,10 +64,13 @@ class RemoteLogResult:
     leftovers_deleted: int = 0
     first_kept: int | None = None
     error: str | None = None
+    bytes_before: int = 0  # the log's segments' bytes before the sweep, and after it
+    bytes_after: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"log": self.log, "kind": self.kind, "deployment": self.deployment,
-                             "dropped": self.dropped, "kept": self.kept, "segments_deleted": self.segments_deleted,
+                             "dropped": self.dropped, "kept": self.kept, "bytes_before": self.bytes_before,
+                             "bytes_after": self.bytes_after, "segments_deleted": self.segments_deleted,
                              "segments_kept": self.segments_kept}
         if self.first_kept is not None:
             d["first_kept"] = self.first_kept
@@ -98,6 +101,7 @@ class _Unit:
     key: str
     day: str | None = None  # a segment's; None for a gap
     gap: Gap | None = None
+    size: int = 0  # a segment's bytes (0 for a gap)
 
 
 def _line_time(raw: bytes, where: str) -> str:
@@ -164,7 +168,7 @@ def _sweep_log(store: Store, ident: tuple[str, str, str], segs: list[keys.Parsed
         meta = store.read_meta(p.key)
         if meta is None:
             continue  # deleted since the listing (another sweep)
-        units.append(_Unit(p.first, meta.last, p.key, day=p.day))
+        units.append(_Unit(p.first, meta.last, p.key, day=p.day, size=meta.size or 0))
     covered = [(u.first, u.last) for u in units]
     for g in gaps_of(store, others, floor):
         if not any(a <= g.last and g.first <= b for a, b in covered):  # a segment wins over a gap
@@ -191,6 +195,8 @@ def _sweep_log(store: Store, ident: tuple[str, str, str], segs: list[keys.Parsed
         last_time = t
     kept_units = units[len(expired):]
     row.kept = sum(u.last - u.first + 1 for u in kept_units if u.gap is None)
+    row.bytes_before = sum(u.size for u in units)
+    row.bytes_after = sum(u.size for u in kept_units)
     row.first_kept = kept_units[0].first if kept_units else (expired[-1].last + 1 if expired else floor or None)
     if not expired:
         if leftovers and not dry_run:

@@ -84,10 +84,11 @@ def bad_key(url: str, bucket: str, e: Exception) -> BadKey:
 class Meta:
     """A segment's metadata."""
 
-    __slots__ = ("last", "sha256", "root_id", "root")
+    __slots__ = ("last", "sha256", "root_id", "root", "size")
 
     def __init__(self, last: int, sha256: str, root_id: str, root: str):
         self.last, self.sha256, self.root_id, self.root = last, sha256, root_id, root
+        self.size: int | None = None  # the segment's bytes, where ``read_meta`` learnt them
 
     def to_dict(self) -> dict[str, str]:
         # header values must be ASCII: the root's path is percent-encoded
@@ -245,7 +246,12 @@ class S3Store(Store):
 
     def read_meta(self, key: str) -> Meta | None:
         got = self._get(key, ranged=True)  # the metadata comes with any GET: one byte of the body is enough
-        return None if got is None else Meta.from_dict(got.attributes, self.where(key))
+        if got is None:
+            return None
+        meta = Meta.from_dict(got.attributes, self.where(key))
+        size = got.meta.get("size") if isinstance(got.meta, Mapping) else None
+        meta.size = size if isinstance(size, int) and not isinstance(size, bool) else None
+        return meta
 
     def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
         got = self._get(key, ranged=False)
@@ -442,7 +448,16 @@ class FolderStore(Store):
                  _M_ROOT: quote(str(d.get("root", "?")), safe="/:@._-~")}
         except (ValueError, KeyError, TypeError):
             d = {}
-        return Meta.from_dict(d, self.where(key))
+        meta = Meta.from_dict(d, self.where(key))
+        try:
+            fd = self._open(key)
+        except (FileNotFoundError, Refused):
+            return meta
+        try:
+            meta.size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        return meta
 
     def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
         meta = self.read_meta(key)
