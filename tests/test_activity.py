@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from conftest import WARDRIK
+from conftest import WARDRIK, run_cli
 from foldhelp import TRACE, run_events, write
 from procio import run_with_io
 from wardrik_cli.folding.activity import ActivityTracker
@@ -189,3 +189,21 @@ def test_sample_ledgers(tmp_path):
     assert [e["type"] for e in sup["doing"]] == ["wardrik.tool_call.started"] * 2
     assert sup["since"] == sup["doing"][0]["time"] and sup["pending"] == 1
     assert out["acme/triage"] == {"doing": [], "since": None, "pending": 0}
+
+
+def test_fold_with_the_activity_view_gives_what_activity_gives_in_json(tmp_path):
+    """`fold --view activity -o json` gave the state the fold carries (ended, last, open,
+    pending as a list, ...): its state is the contract's {doing, since, pending}, as `activity`."""
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "r"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_ledgers", root)
+    act = orjson.loads(run_cli("activity", "-o", "json", root=root).stdout)
+    assert len(act) >= 4
+    for log_id, want in act.items():
+        for fmt in ("json", "jsonl"):
+            p = run_cli("fold", log_id, "--view", "activity", "-o", fmt, root=root)
+            assert p.returncode == 0, p.stderr
+            doc = orjson.loads(p.stdout)
+            assert doc["view"] == "activity" and doc["state"] == want, (log_id, fmt)

@@ -158,7 +158,9 @@ def fold(
     """
     from wardrik_cli.folding.deep import TOO_DEEP
     from wardrik_cli.folding.engine import STATE_DEPTH, clip_state, fold_target, result_json, target
-    from wardrik_cli.folding.views import load
+    import dataclasses
+
+    from wardrik_cli.folding.views import ActivityView, activity_of, load
 
     inv = current()
     select = None
@@ -189,6 +191,10 @@ def fold(
         print_fold(res, v)  # a render that fails: ViewFailed
 
     shown = choose(fmt, Format.json)
+    if shown != Format.pretty and type(v) is ActivityView:
+        # the activity view is shown as `activity` shows a log (the contract's doing, since,
+        # pending), not as the state a fold carries from event to event
+        res = dataclasses.replace(res, state=activity_of(res.state))
     if shown != Format.pretty and clip_state(res):  # as the pretty output cuts it, and says so
         inv.warn(f"the state of {res.log} holds values nested deeper than JSON is written ({STATE_DEPTH} "
                  f"levels): they are cut, each the string {TOO_DEEP!r} (the log keeps them whole)")
