@@ -70,6 +70,28 @@ def open_folder(root: Path, folder: Path) -> int:
     return fd
 
 
+class HeldFolder:
+    """The last folder ``open_folder`` opened, held for the next logs in the same folder (a
+    sweep takes a folder's logs one after another: one open for them all, not one each).
+    ``get`` hands out the fd, which stays this object's to close."""
+
+    def __init__(self) -> None:
+        self.key: tuple[Path, Path] | None = None
+        self.fd = -1
+
+    def get(self, root: Path, folder: Path) -> int:
+        if self.key != (root, folder):
+            self.close()
+            self.fd = open_folder(root, folder)
+            self.key = (root, folder)
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd, self.key = -1, None
+
+
 def open_regular(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "log file",
                  dir_fd: int | None = None) -> int:
     """Open a log (or any file wardrik keeps under a root) only if it is a regular file.

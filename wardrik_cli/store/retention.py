@@ -79,8 +79,8 @@ import orjson
 
 from wardrik_cli.store import lines
 from wardrik_cli.errors import Failure, NotRegular, ReadOnlyRoot, WardrikError
-from wardrik_cli.store.fsutil import (fsync_dir, open_folder, open_regular, read_capped, refuse_linked, remove_below,
-                                      write_all, write_new)
+from wardrik_cli.store.fsutil import (HeldFolder, fsync_dir, open_folder, open_regular, read_capped, refuse_linked,
+                                      remove_below, write_all, write_new)
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
 from wardrik_cli.store.recorded_gaps import any_recorded, covered, read_gaps
@@ -438,8 +438,10 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                 max_bytes: int | None = None, batch: Batch | None = None,
                 slots: list[Slot] | None = None, lag_cutoff: str | None = None,
                 skip_corrupt: bool = False, future: str | None = None,
-                before_drop: Callable[[], None] | None = None) -> LogResult:
+                before_drop: Callable[[], None] | None = None, folder: HeldFolder | None = None) -> LogResult:
     """Sweep one log; raises WardrikError/OSError on a failure (the caller records it).
+
+    ``folder``: the sweep's held folder (``fsutil.HeldFolder``), reused for the logs of one folder.
 
     ``before_drop``: called before anything of a log with a part to drop is written (its
     gap record, its new file): a failure there leaves the log as it was.
@@ -463,7 +465,8 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
     try:
         # the log's folder, held: a folder swapped for a link meanwhile is never gone through
         # (every file of the sweep beside the log is made, opened and renamed by name in it)
-        dfd = open_folder(log.root.path, log.path.parent)
+        dfd = folder.get(log.root.path, log.path.parent) if folder is not None else \
+            open_folder(log.root.path, log.path.parent)
     except FileNotFoundError:
         return res
     try:
@@ -478,7 +481,8 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
                              lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
                              before_drop=before_drop)
     finally:
-        os.close(dfd)
+        if folder is None:
+            os.close(dfd)
 
 
 def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, dry_run: bool,
@@ -1223,6 +1227,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     on_log(r)
             waiting.clear()
 
+        held = HeldFolder()
         try:
             for log in logs:
                 try:
@@ -1230,7 +1235,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     r = compact_log(log, cutoff, dry_run=dry_run, warn=notice or warn, lock_timeout=lock_timeout,
                                     max_bytes=None if log.is_audit else max_bytes, batch=batch,
                                     slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
-                                    before_drop=audit_usable)
+                                    before_drop=audit_usable, folder=held)
                 except (WardrikError, OSError) as e:
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
@@ -1244,6 +1249,7 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     commit()
             commit()
         finally:
+            held.close()
             batch.abandon()  # only if something unexpected stopped the sweep: temps go, locks are released
         if intent is not None and result.dropped:
             _record_sweep(root, result, intent.actor, warn, intent.sweep, deployment)
