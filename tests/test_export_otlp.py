@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import jsonl
+from conftest import jsonl, run_cli
 from wardrik_cli.errors import MissingExtra
 
 LOG = "acme/triage"
@@ -541,3 +541,21 @@ def test_span_ids_are_stable_and_follow_the_documented_formula():
 
     assert span_id("a/b", "0" * 31 + "1", "tool", "c1") == sid("a/b", "0" * 31 + "1", "tool", "c1")
     assert span_id("a/b", "0" * 31 + "1", "tool", "c1") != span_id("a/c", "0" * 31 + "1", "tool", "c1")
+
+
+def test_an_export_refused_before_any_span_leaves_no_empty_file(tmp_path):
+    """A corrupt line stops the export (exit 1): the -o file it would have made is not left
+    behind empty; one that was there already is kept as it was."""
+    import shutil
+
+    root = tmp_path / "r"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_ledgers", root)
+    log = root / "acme" / "billing.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines[1] = b"garbage"
+    log.write_bytes(b"\n".join(lines))
+    out = tmp_path / "spans.json"
+    p = run_cli("export", "otlp", "-o", str(out), root=root)
+    assert p.returncode == 1 and b"corrupt line" in p.stderr and not out.exists()
+    out.write_bytes(b"")
+    assert run_cli("export", "otlp", "-o", str(out), root=root).returncode == 1 and out.read_bytes() == b""

@@ -5,6 +5,7 @@ themselves on ``app`` when this module is imported.
 """
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +16,7 @@ from wardrik_cli.cli.app import app
 from wardrik_cli.cli.context import current
 from wardrik_cli.cli.inputs import build_filters, load_cursor, on_corrupt, patterns_or_all, refuse_root_file
 from wardrik_cli.cli.options import Patterns, Run, SkipCorrupt, Since, Until
+from wardrik_cli.errors import WardrikError
 
 if TYPE_CHECKING:
     from wardrik_cli.folding.stats import Prices
@@ -257,10 +259,12 @@ def export_otlp(
             need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")  # before anything is read
         sink = otlp.HttpSink(dest, **settings)
     logs = resolve_logs(inv.root, patterns_or_all(patterns))
+    made: str | None = None  # the -o file, when this export made it: removed again if it fails having written none
     if output is not None:
         if output == "-":
             sink = otlp.FileSink(inv.stdout, "stdout", fsync=False)
         else:
+            made = None if os.path.lexists(output) else output
             try:
                 stream = open(output, "ab")  # noqa: SIM115 - closed below, after the cursor's fate is known
             except OSError as e:
@@ -280,9 +284,15 @@ def export_otlp(
         sent += n
 
     try:
-        res = otlp.export(logs, cursor, send, deployment=deployment, run=run, since=filters.since, content=content,
-                          on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn, namespaces=namespaces)
-        sink.close()
+        try:
+            res = otlp.export(logs, cursor, send, deployment=deployment, run=run, since=filters.since,
+                              content=content, on_corrupt=on_corrupt(skip_corrupt), warn=inv.warn,
+                              namespaces=namespaces)
+            sink.close()
+        except WardrikError:
+            if made is not None and sent == 0:
+                _remove_if_empty(made)  # a refused export writes nothing: not even an empty file
+            raise
     except otlp.ExportFailed as e:
         after = f"; {sent:,} span{'s' if sent != 1 else ''} went before the failure" if sent else ""
         kept = "; the cursor file was not advanced (the next export sends them again, with the same ids)" \
@@ -293,6 +303,14 @@ def export_otlp(
     if inv.verbose or _tty(inv.stderr):
         inv.note(f"exported {res.spans:,} span{'s' if res.spans != 1 else ''} ({res.runs:,} "
                  f"run{'s' if res.runs != 1 else ''}) from {res.logs:,} log{'s' if res.logs != 1 else ''} to {dest}")
+
+
+def _remove_if_empty(path: str) -> None:
+    try:
+        if os.stat(path, follow_symlinks=False).st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _version() -> str:
