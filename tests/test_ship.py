@@ -738,3 +738,13 @@ def test_a_pull_with_a_log_that_fails_leaves_the_root_unfinished(tmp_path):
     p = run_cli("check", root=ev)
     assert p.returncode == 1 and b"did not finish" in p.stdout + p.stderr
     assert (ev / "b.jsonl").read_bytes() == (r / "b.jsonl").read_bytes()  # the others were pulled
+
+
+def test_interval_without_follow_is_refused_before_anything(tmp_path):
+    """--interval paces the passes of --follow; given alone it was taken silently and ignored."""
+    r = tmp_path / "r"
+    assert run_cli("append", "a", "run.started", root=r).returncode == 0
+    (tmp_path / "share").mkdir()
+    p = run_cli("ship", f"file://{tmp_path / 'share'}", "--interval", "10s", root=r)
+    assert (p.returncode, p.stdout) == (2, b"") and b"--interval goes with --follow" in p.stderr, p.stderr
+    assert list((tmp_path / "share").iterdir()) == [] and not (r / ".wardrik" / "ship").exists()

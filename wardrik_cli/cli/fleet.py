@@ -90,8 +90,9 @@ def ship(
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Keep shipping as the logs grow, a pass every --interval; ends on Ctrl-C or "
                                "SIGTERM (exit 0). An unreachable store is retried with backoff.")] = False,
-    interval: Annotated[str, typer.Option(
-        "--interval", metavar="DURATION", help="Time between passes under --follow: 10s, 1m, 5m.")] = "60s",
+    interval: Annotated[str | None, typer.Option(
+        "--interval", metavar="DURATION", help="Time between passes under --follow: 10s, 1m, 5m (default 60s).",
+        show_default=False)] = None,
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q",
         help="Print nothing unless a log is refused (exit 1) or input is bad (exit 2): for cron.")] = False,
@@ -127,7 +128,9 @@ def ship(
     from wardrik_cli.remote.stores import open_store
 
     inv = current()
-    every = parse_duration(interval).total_seconds()
+    if interval is not None and not follow:
+        raise BadInput("--interval goes with --follow (a pass every DURATION); without it ship makes one pass")
+    every = parse_duration(interval or "60s").total_seconds()
     if every <= 0:
         raise BadInput("--interval must be more than no time (e.g. 10s, 1m)")
     if forget:
