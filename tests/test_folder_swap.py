@@ -98,3 +98,34 @@ def test_a_folder_swapped_before_the_new_file_is_made_and_back_after_leaves_noth
     assert sorted(os.listdir(victim)) == ["a.jsonl"] and (victim / "a.jsonl").read_bytes() == b"someone else's file\n"
     assert res.error is None and (res.dropped, res.kept) == (40, 3), res
     assert run_cli("check", root=root).returncode == 0
+
+
+def test_open_folder_makes_missing_levels_in_the_one_above_never_through_a_link(tmp_path):
+    """append makes a log's missing folders this way: a level swapped for a link is refused,
+    and nothing is made where the link points."""
+    from wardrik_cli.errors import NotRegular
+    from wardrik_cli.store.fsutil import open_folder
+
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "acme")
+    try:
+        open_folder(root, root / "acme" / "new" / "deeper", create=True, sync=True)
+        raise AssertionError("went through the link")
+    except NotRegular as e:
+        assert "acme is a symbolic link" in str(e)
+    assert list(outside.iterdir()) == []
+    fd = open_folder(root, root / "real" / "new" / "deeper", create=True, sync=True)
+    os.close(fd)
+    assert (root / "real" / "new" / "deeper").is_dir()
+
+
+def test_a_sweep_error_names_a_file_beside_the_log_by_its_path(tmp_path):
+    root, _victim = _setup(tmp_path)
+    (root / "acme" / ".a.jsonl.compact.tmp").mkdir()  # planted where the sweep makes its new file
+    (root / "acme" / ".a.jsonl.compact.tmp" / "x").write_bytes(b"")
+    p = run_cli("compact", "-q", root=root)
+    assert p.returncode == 1
+    assert str(root / "acme" / ".a.jsonl.compact.tmp").encode() in p.stderr, p.stderr

@@ -64,3 +64,18 @@ def test_compact_replacing_a_linked_log_leaves_the_other_name_as_it_was(root, tm
     before = outside2.read_bytes()
     p = run_cli("compact", "-q", "--retention", "30d", root=root)
     assert p.returncode == 1 and b"acme/y: not swept" in p.stderr and outside2.read_bytes() == before
+
+
+def test_compact_refuses_before_any_drop_when_the_audit_log_has_another_name(root, tmp_path):
+    """The sweep's ledger.compacted could not be written (the audit log is refused as append
+    refuses it): no log is cut, and no sweep is left half-recorded to stop the next one."""
+    write_log(root / "acme" / "a.jsonl", 5, start=START - timedelta(days=400), log_id="acme/a")
+    before = (root / "acme" / "a.jsonl").read_bytes()
+    assert run_cli("audit", "record", "agent.created", "x", "--data", '{"agent":{"id":"x"}}', "--actor", "a",
+                   root=root).returncode == 0
+    os.link(root / ".wardrik" / "audit.jsonl", tmp_path / "audit-elsewhere.jsonl")
+    for _ in range(2):
+        p = run_cli("compact", "-q", "--retention", "30d", root=root)
+        assert p.returncode == 1 and b"has 2 names" in p.stderr and b"not compacted" in p.stderr, p.stderr
+        assert (root / "acme" / "a.jsonl").read_bytes() == before
+        assert not (root / ".wardrik" / "compact-intent.jsonl").exists()

@@ -287,6 +287,7 @@ def test_compact_sweeps_a_copy_whose_dropped_part_spans_a_recorded_gap(root, hol
     assert p.returncode == 0, p.stderr
     row = next(r for r in orjson.loads(p.stdout)["logs"] if r["log"] == "acme/a")
     assert "error" not in row and row["kept"] == 0
+    assert row["dropped"] == 7  # the events that went, not the sequences the record accounts for
     assert (root / "acme" / "a.jsonl").read_bytes() == b""
 
 

@@ -279,10 +279,10 @@ def append(root: Root, log: Log, items: Sequence[AppendItem], *, deployment: str
     else:
         root.require_writable("audit record" if log.is_audit else "append")
     with locked(log.lock_path, timeout=lock_timeout, what=label):
-        _makedirs_synced(log.path.parent, root.path, sync)
-        # the log's folder, held: a folder swapped for a link meanwhile is never written through
+        # the log's folder (its missing levels made), held: a folder swapped for a link
+        # meanwhile is never written through, nor made through
         try:
-            dfd = open_folder(root.path, log.path.parent)
+            dfd = open_folder(root.path, log.path.parent, create=True, sync=sync)
         except OSError as e:
             raise WriteFailed(f"cannot open {log.path.parent}: {e.strerror}") from None
         try:
@@ -301,9 +301,7 @@ def _append_in(log: Log, dfd: int, items: Sequence[AppendItem], deployment: str,
     except FileNotFoundError:
         created = True
     try:
-        fd = open_regular(name, os.O_RDWR | os.O_APPEND | os.O_CREAT, dir_fd=dfd)
-    except NotRegular as e:
-        raise NotRegular(str(e).replace(name, str(log.path), 1)) from None
+        fd = open_regular(name, os.O_RDWR | os.O_APPEND | os.O_CREAT, dir_fd=dfd, shown=log.path)
     except OSError as e:
         raise WriteFailed(f"cannot open {log.path} for writing: {e.strerror}") from None
     try:

@@ -42,13 +42,15 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def open_folder(root: Path, folder: Path) -> int:
+def open_folder(root: Path, folder: Path, *, create: bool = False, sync: bool = False) -> int:
     """An fd of ``folder`` (``root`` or a folder under it), each level below ``root`` opened
     relative to the one above it with ``O_NOFOLLOW``: a folder swapped for a symbolic link at
     any instant (by whoever may write the root) is never gone through, as a path would be on
     every use. ``root`` itself may be a link (the operator's choice). Files are then created,
     opened, renamed and removed by name in it (``dir_fd``), so what was checked is what is
-    written. ``NotRegular`` names a level that is a link or not a folder."""
+    written. ``NotRegular`` names a level that is a link or not a folder. ``create``: a
+    missing level is made in the one above it (by name, as it is then opened), and with
+    ``sync`` that one is fsynced, so the new entry is durable."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
     fd = os.open(root, flags)
     here = Path(root)
@@ -56,7 +58,18 @@ def open_folder(root: Path, folder: Path) -> int:
         for part in Path(folder).relative_to(root).parts:
             here = here / part
             try:
-                sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+                try:
+                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    try:
+                        os.mkdir(part, dir_fd=fd)
+                    except FileExistsError:
+                        pass  # made meanwhile by another writer (or planted: opened below, never followed)
+                    if sync:
+                        os.fsync(fd)
+                    sub = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise NotRegular(f"{here} is a symbolic link or not a folder; wardrik never follows links "
@@ -93,7 +106,7 @@ class HeldFolder:
 
 
 def open_regular(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "log file",
-                 dir_fd: int | None = None) -> int:
+                 dir_fd: int | None = None, shown: Path | None = None) -> int:
     """Open a log (or any file wardrik keeps under a root) only if it is a regular file.
 
     A symbolic link is never followed (``O_NOFOLLOW``: nothing is read or written outside
@@ -101,13 +114,17 @@ def open_regular(path: Path | str, flags: int, mode: int = 0o644, *, what: str =
     then an ``S_ISREG`` check before any read, lock or write): ``NotRegular`` instead.
     FileNotFoundError and other OSErrors pass through. ``what`` names the file's kind in
     the message (``lock file``: "not a lock file"). ``dir_fd``: ``path`` is a name in that
-    folder (``open_folder``)."""
+    folder (``open_folder``); ``shown``: its path, as messages name it."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise NotRegular(f"{path} is a symbolic link; wardrik never follows links to {what}s") from None
+            raise NotRegular(f"{shown or path} is a symbolic link; wardrik never follows links to {what}s") from None
+        if shown is not None:
+            e.filename = str(shown)
         raise
+    if shown is not None:
+        path = shown
     st_mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(st_mode):
         os.close(fd)

@@ -78,7 +78,7 @@ import orjson
 
 
 from wardrik_cli.store import lines
-from wardrik_cli.errors import Failure, NotRegular, ReadOnlyRoot, WardrikError
+from wardrik_cli.errors import Failure, ReadOnlyRoot, WardrikError
 from wardrik_cli.store.fsutil import (HeldFolder, fsync_dir, open_folder, open_regular, read_capped, refuse_linked,
                                       remove_below, write_all, write_new)
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
@@ -471,11 +471,9 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
         return res
     try:
         try:
-            fd = open_regular(log.path.name, os.O_RDONLY, dir_fd=dfd)
+            fd = open_regular(log.path.name, os.O_RDONLY, dir_fd=dfd, shown=log.path)
         except FileNotFoundError:
             return res
-        except NotRegular as e:
-            raise NotRegular(str(e).replace(log.path.name, str(log.path), 1)) from None
         return _compact_open(log, dfd, fd, cutoff, res, dry_run=dry_run, warn=warn, lock_timeout=lock_timeout,
                              _after_bulk=_after_bulk, max_bytes=max_bytes, batch=batch, slots=slots,
                              lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
@@ -544,6 +542,8 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
             held = res.dropped - _recorded_within(log, first_seq, first_seq + res.dropped - 1)
             # (a damaged line may hold one of the sequences: fewer lines than sequences is a
             # line deleted, more events than sequences one repeated)
+            if held != res.dropped:
+                went = n_events  # the row and the audit record count events, not the sequences recorded
             if n_lines < held or n_events > held:
                 broken = (f"the part to drop holds {n_events} event(s) where its sequences, {first_seq} to "
                           f"{first_seq + res.dropped - 1}, say {held}"
@@ -572,7 +572,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
         if cut == 0:
             # Nothing to drop: only cut the torn tail, in place, under the appenders' lock.
             with locked(log.lock_path, timeout=lock_timeout, what=log.name):
-                wfd = open_regular(log.path.name, os.O_RDWR, dir_fd=dfd)
+                wfd = open_regular(log.path.name, os.O_RDWR, dir_fd=dfd, shown=log.path)
                 try:
                     refuse_linked(wfd, log.path)
                     if os.fstat(wfd).st_ino != st.st_ino:
@@ -1111,7 +1111,11 @@ def _audit_usable(root: Root) -> None:
     try:
         check_lockable(audit.lock_path, "the audit log")
         if os.path.lexists(audit.path):
-            os.close(open_regular(audit.path, os.O_WRONLY | os.O_APPEND))
+            fd = open_regular(audit.path, os.O_WRONLY | os.O_APPEND)
+            try:
+                refuse_linked(fd, audit.path, "audit log")  # as the record's append will
+            finally:
+                os.close(fd)
     except (WardrikError, OSError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise Failure(f"cannot record ledger.compacted in the audit log ({why}); not compacted") from None
@@ -1237,8 +1241,11 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                                     slots=slots, lag_cutoff=lag_cutoff, skip_corrupt=skip_corrupt, future=future,
                                     before_drop=audit_usable, folder=held)
                 except (WardrikError, OSError) as e:
+                    name = getattr(e, "filename", None)
+                    if name and "/" not in str(name):  # a file beside the log, made or opened by name in its folder
+                        name = log.path.parent / str(name)
                     r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
-                                  f"{e.strerror or e}{': ' + str(e.filename) if getattr(e, 'filename', None) else ''}")
+                                  f"{e.strerror or e}{': ' + str(name) if name else ''}")
                     try:
                         r.bytes_before = r.bytes_after = log.path.stat().st_size
                     except OSError:
