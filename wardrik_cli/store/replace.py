@@ -37,7 +37,10 @@ Every file of the tool's read here (a record, the appender's note) is read by
 ``Root.read_state``: a link, a FIFO or device, or a file over its cap is no record, never
 followed, waited on (with the locks held) or read whole; every one written is written in
 folders checked not to be links (``Root.state_dir``): a link there fails that log (named),
-and nothing is written or removed outside the root.
+and nothing is written or removed outside the root. A log's new file is made, the log opened
+again, and the new file renamed over it by name in the log's folder held open
+(``fsutil.open_folder``: each level opened without following a link), so a folder swapped for a
+link mid-sweep leads nowhere.
 
 A batch ends at ``BATCH_LOGS`` logs, ``BATCH_BYTES`` copied or ``BATCH_SECONDS`` after its
 first lock was taken, whichever comes first, so an appender waits about one batch at most.
