@@ -8,7 +8,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from follow_util import LIVE_WAIT, add, compact
+from follow_util import LIVE_WAIT, Tailer, add, compact
 
 from wardrik_cli.follow import follower as follow
 from wardrik_cli.store.layout import Root
@@ -187,3 +187,27 @@ def test_filters_move_the_cursor_past_filtered_events(root):
     f = follow.tail_items(r, follow.agent_logs_fn(r, ["f/a"]), n=10, filters=Filters.build(["run.completed"]))
     assert [it.seq for it in f] == [2]
     assert f.cursor == {"f/a": 3}
+
+
+def test_a_log_first_read_while_following_after_its_start_was_compacted_gets_events_dropped(tmp_path):
+    """A log that begins to match while the follower runs, whose first events compaction
+    dropped before the follower read it (a follower behind: stopped, a slow pipe), is told of
+    them as page tells a reader at its start; before, it began at the first kept event, silently."""
+    root = tmp_path / "root"
+    add(root, "acme/first")
+    t = Tailer(root, "-f", "acme/*", "-n", "5", "-x", "activity.changed", "-o", "jsonl")
+    try:
+        assert [e["subject"] for e in t.events(1)] == ["agents/acme/first"]
+        t.wait_registered()
+        t.pause()  # stopped before acme/z exists: the follower meets it only after its compaction
+        for i in range(5):
+            add(root, "acme/z", f"z{i}")
+        compact(root, "acme/z", keep_from=4)
+        t.resume()
+        got = t.events(3)
+        assert [(e["type"], e.get("sequence"), e["data"]) for e in got] == [
+            ("wardrik.events.dropped", None, {"log": "acme/z", "count": 3}),
+            ("wardrik.trigger.fired", "000000000004", {"trigger": {"name": "z3"}}),
+            ("wardrik.trigger.fired", "000000000005", {"trigger": {"name": "z4"}})]
+    finally:
+        t.kill()

@@ -733,6 +733,19 @@ class Follower:
                 yield self._hand_out(Item(log.name, dumps_line(ev)[:-1], ev, None))
         elif had_file and was_missing:
             self.warn(f"{log.name}: the log was deleted and recreated; reading it again from its start")
+        else:
+            # A log first read while following (it began to match, or was empty at the start):
+            # a reader at 0 is told of what compaction dropped before it got here, as `page` is
+            try:
+                reaches = window_reaches_dropped(view, 0, self.filters.since)
+            except CorruptLedger:
+                reaches = False  # a damaged first line: the read meets it and says so
+            if reaches:
+                first = view.first_seq()
+                ev = dropped_notice(log, view, 0, first, self.deployment)
+                st.position, st.last_id = first - 1, None
+                self.positions[log.name] = first - 1  # before the hand-out: a cursor saved then is past it
+                yield self._hand_out(Item(log.name, dumps_line(ev)[:-1], ev, None))
         st.offset = view.offset_after_seq(st.position)
 
 
