@@ -109,6 +109,9 @@ def test_the_reviewed_backtracking_grep_returns(root):
     # "two words"), and "[" in a set is one too (regex alone reads a POSIX class).
     assert names("-g", r"x+{e<=1}") == ["x{e<=1} [:]"]
     assert names("-g", r"[[:alpha:]]+") == ["x{e<=1} [:]"]  # re: one of "[:alph", then "]"s
+    # a named character keeps its braces (escaping them made the pattern match nothing)
+    assert names("-g", r"\N{LATIN SMALL LETTER E}+r") == ["connection reset by peer connection reset by peer !"]
+    assert names("--where", r"data.trigger.name~\N{LATIN SMALL LETTER W}\N{LATIN SMALL LETTER O}+") == ["two words"]
 
 
 # (a|aa)+$ on 36 a's and a b: about 5 s for re and 11 s for regex here, growing by 1.6x per

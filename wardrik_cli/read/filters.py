@@ -313,6 +313,10 @@ def as_re_reads_it(pattern: str, verbose: bool) -> str:
     while i < n:
         c = pattern[i]
         if c == "\\":
+            if pattern.startswith("N{", i + 1) and (close := pattern.find("}", i + 3)) > 0:
+                out.append(pattern[i:close + 1])  # a named character, \N{...}: its braces are its own
+                i = close + 1
+                continue
             out.append(pattern[i:i + 2])
             i += 2
             continue
