@@ -175,8 +175,8 @@ def _json(columns: list[str], types: list[str], batches: Iterator[list[tuple[Any
                        for i, name in keys}
                 try:
                     line = dumps(obj, default=_default)
-                except TypeError:
-                    line = _dumps(obj)
+                except TypeError:  # what orjson refuses, made writable (``_dumps``)
+                    line = dumps(_writable(obj), default=_default)
                 if array:
                     out.write(b"\n  " + line if first else b",\n  " + line)
                 else:

@@ -34,8 +34,11 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable, Sequence
+
+if TYPE_CHECKING:
+    from wardrik_cli.protocol.names import PatternSet
 
 LIVE_DIR = "live"
 SOCK_SUFFIX = ".sock"
@@ -59,7 +62,7 @@ class _Registration:
 
     def __init__(self, token: str, patterns: list[str], types: list[str] | None):
         self.token, self.patterns, self.types = token, patterns, types
-        self._set: Any = None
+        self._set: PatternSet | None = None  # made at the first match: most registrations are never asked
 
     def matches(self, log_id: str, type_name: str | None = None) -> bool:
         if type_name is not None and self.types is not None and type_name not in self.types:
@@ -67,7 +70,7 @@ class _Registration:
         if self._set is None:
             from wardrik_cli.protocol.names import PatternSet
             self._set = PatternSet(self.patterns)
-        return bool(self._set.covers(log_id))  # a folder's logs too
+        return self._set.covers(log_id)  # a folder's logs too
 
 
 def _names(d: str) -> list[str] | None:
