@@ -70,6 +70,7 @@ from wardrik_cli.protocol.catalogue import PREFIX
 
 if TYPE_CHECKING:
     from wardrik_cli.folding.activity import ActivityTracker
+    from wardrik_cli.protocol.names import PatternSet
 
 LogsFn = Callable[[], list[Log]]
 Warn = Callable[[str], None]
@@ -187,6 +188,7 @@ class Follower:
         self.deployment = deployment
         self.on_corrupt = on_corrupt
         self.live_patterns = list(live) if live and not isinstance(live, bool) else []
+        self._live_set: PatternSet | None = None  # made at the first live event it is asked of
         self.warn = warn or (lambda msg: None)
         self.hangup_fd = hangup_fd
         self.positions: dict[str, int] = {}
@@ -606,9 +608,11 @@ class Follower:
         return Item(log_id, body, ev, None)
 
     def _matches_live(self, log_id: str) -> bool:
-        from wardrik_cli.protocol.names import pattern_covers
+        if self._live_set is None:
+            from wardrik_cli.protocol.names import PatternSet
 
-        return any(pattern_covers(p, log_id) for p in self.live_patterns)  # the sender's rule too (follow.live)
+            self._live_set = PatternSet(self.live_patterns)
+        return self._live_set.covers(log_id)  # the sender's rule too (follow.live)
 
     def _read_log(self, st: _LogState) -> Iterator[Item]:
         """Deliver what ``st.log`` holds past ``st.position``; following many logs, each file is

@@ -165,7 +165,7 @@ def _sweep_log(store: Store, ident: tuple[str, str, str], segs: list[keys.Parsed
         [o.key for o in others if o.what in ("gaps", "watermark") and o.seq < floor]
     units: list[_Unit] = []
     for p in sorted((p for p in segs if p.first >= floor), key=lambda p: p.first):
-        meta = store.read_meta(p.key)
+        meta = store.read_meta(p.key, size=True)
         if meta is None:
             continue  # deleted since the listing (another sweep)
         units.append(_Unit(p.first, meta.last, p.key, day=p.day, size=meta.size or 0))

@@ -119,8 +119,9 @@ class Store:
         """Store ``data`` at ``key`` if nothing is there; False (nothing written) if something is."""
         raise NotImplementedError
 
-    def read_meta(self, key: str) -> Meta | None:
-        """The segment's metadata; None when there is no segment at ``key``."""
+    def read_meta(self, key: str, *, size: bool = False) -> Meta | None:
+        """The segment's metadata; None when there is no segment at ``key``. ``size``: its
+        ``size`` too (free with an S3 GET; a folder's store opens the segment for it)."""
         raise NotImplementedError
 
     def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
@@ -244,13 +245,13 @@ class S3Store(Store):
                 return None
             raise self._fail(e, f"reading {key}") from None
 
-    def read_meta(self, key: str) -> Meta | None:
+    def read_meta(self, key: str, *, size: bool = False) -> Meta | None:
         got = self._get(key, ranged=True)  # the metadata comes with any GET: one byte of the body is enough
         if got is None:
             return None
         meta = Meta.from_dict(got.attributes, self.where(key))
-        size = got.meta.get("size") if isinstance(got.meta, Mapping) else None
-        meta.size = size if isinstance(size, int) and not isinstance(size, bool) else None
+        n = got.meta.get("size") if isinstance(got.meta, Mapping) else None
+        meta.size = n if isinstance(n, int) and not isinstance(n, bool) else None
         return meta
 
     def read(self, key: str, limit: int | None = None) -> tuple[bytes | None, Meta]:
@@ -436,7 +437,7 @@ class FolderStore(Store):
         finally:
             os.close(fd)
 
-    def read_meta(self, key: str) -> Meta | None:
+    def read_meta(self, key: str, *, size: bool = False) -> Meta | None:
         try:
             raw = self._read_whole(key + META_SUFFIX, SMALL_MAX)
         except FileNotFoundError:
@@ -449,6 +450,8 @@ class FolderStore(Store):
         except (ValueError, KeyError, TypeError):
             d = {}
         meta = Meta.from_dict(d, self.where(key))
+        if not size:
+            return meta
         try:
             fd = self._open(key)
         except (FileNotFoundError, Refused):
