@@ -413,7 +413,7 @@ def test_audit_log_compacted_and_chain_verifiable(cli, root):
     evs = jsonl(cli("audit", "page").stdout)
     assert evs[0]["type"] == DROPPED and evs[0]["data"] == {"log": "audit", "count": 3}
     assert [e["sequence"] for e in evs[1:]] == ["000000000004", "000000000005", "000000000006"]
-    assert evs[-1]["type"] == "wardrik.ledger.compacted" and evs[-1]["data"]["logs"] == {"audit": 3}
+    assert evs[-1]["type"] == "wardrik.ledger.compacted" and evs[-1]["data"]["logs"] == {".wardrik/audit": 3}
     new = jsonl(cli(*rec).stdout)[0]
     assert new["sequence"] == "000000000007"
     last = (root / ".wardrik/audit.jsonl").read_bytes().splitlines(keepends=True)[-2]
@@ -425,7 +425,7 @@ def test_audit_log_compacted_and_chain_verifiable(cli, root):
     compact_json(cli, "--retention", "12h")
     wm = orjson.loads((root / ".wardrik/watermarks/@audit@json").read_bytes())
     [only] = jsonl((root / ".wardrik/audit.jsonl").read_bytes())
-    assert only["type"] == "wardrik.ledger.compacted" and only["data"]["logs"] == {"audit": 4}
+    assert only["type"] == "wardrik.ledger.compacted" and only["data"]["logs"] == {".wardrik/audit": 4}
     assert only["sequence"] == "000000000008" and only["prevhash"] == wm["hash"]
     assert cli("check").returncode == 0
 

@@ -232,8 +232,9 @@ def compact(
     finally:
         if progress:
             progress.stop()
-    if result.skipped and not quiet:
-        inv.warn(result.skipped)  # another sweep is running: under --quiet that is a normal hour
+    if result.skipped and not quiet and shown != Format.pretty:
+        # another sweep is running: under --quiet that is a normal hour; pretty says it on stdout
+        inv.warn(result.skipped)
 
     def pretty() -> None:
         from wardrik_cli.cli.render.maintain import print_sweep

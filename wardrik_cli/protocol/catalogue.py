@@ -66,7 +66,8 @@ _CATALOGUE = [
     EventType("trigger.created", AUDIT, ("trigger.name",), (), "a trigger was created"),
     EventType("trigger.deleted", AUDIT, ("trigger.name",), (), "a trigger was deleted"),
     EventType("ledger.compacted", AUDIT, ("logs",), ("retention", "max_bytes", "sweep", "started", "recovered"),
-              "a retention sweep dropped events (logs: {log: dropped}); recorded by compact (sweep: its id; "
+              "a retention sweep dropped events (logs: {log: dropped}, the audit log as .wardrik/audit); recorded by "
+              "compact (sweep: its id; "
               "recovered: true when recorded by a later compact, started: when the interrupted sweep began)"),
     EventType("events.dropped", READER, ("log", "count"), (),
               "made for a reader: events it missed because retention dropped them"),

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from wardrik_cli.errors import BadConfig, NoSuchRoot, NotRegular
+from wardrik_cli.errors import BadConfig, BadInput, NoSuchRoot, NotRegular
 from wardrik_cli.protocol.names import (
     DEFAULT_DEPLOYMENT, LOG_SUFFIX, MAX_LOG_ID, has_wildcards, is_log_id, pattern_regex, validate_deployment,
     validate_log_id, validate_pattern,
@@ -177,7 +177,12 @@ class Root:
         commands that change a root in bulk (``compact``, ``audit record``) insist on, so that
         cron's working directory or a folder of other files never becomes a root by mistake."""
         self.require()
-        if not stat.S_ISDIR(_lstat_mode(self.tool_dir)):
+        mode = _lstat_mode(self.tool_dir)
+        if mode and not stat.S_ISDIR(mode):  # `init` cannot make the folder over it either
+            raise NoSuchRoot(f"{str(self.path)!r} is not a wardrik root: its .wardrik is not a folder; {command} "
+                             f"works only on a root (move {self.tool_dir} away, then `wardrik --root {self.path} "
+                             "init`), or give --root")
+        if not stat.S_ISDIR(mode):
             raise NoSuchRoot(f"{str(self.path)!r} is not a wardrik root (it has no .wardrik/): {command} "
                              f"works only on one; make it with `wardrik --root {self.path} init`, or give --root")
         return self
@@ -268,6 +273,10 @@ class Root:
             name = from_env
         else:
             name = self.config().deployment or DEFAULT_DEPLOYMENT
+            try:
+                return validate_deployment(name)
+            except BadInput as e:
+                raise BadConfig(f"{self.config_path}: deployment: {e}") from None
         return validate_deployment(name)
 
     # -- listing -----------------------------------------------------------

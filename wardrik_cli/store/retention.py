@@ -103,6 +103,7 @@ COMPACT_LOCK_KEY = "@compact"
 @dataclass
 class LogResult:
     log: str
+    audit: bool = False  # the audit log's row (its name, "audit", may also be an agent log's id)
     dropped: int = 0
     kept: int = 0
     bytes_before: int = 0
@@ -123,7 +124,8 @@ class LogResult:
             return
         self.bytes_before = s.bytes_before
         if s.error:
-            self.error, self.dropped, self.kept, self.bytes_after = s.error, 0, 0, s.bytes_before
+            # not replaced: the log holds every event it had (and those appended meanwhile)
+            self.error, self.dropped, self.kept, self.bytes_after = s.error, 0, s.dropped + s.kept, s.bytes_before
             if self.damaged_kept is not None and not os.path.lexists(self.damaged_kept):
                 # the log was not replaced: its damaged lines are still in it, their copy went
                 self.notes = [n for n in self.notes if self.damaged_kept not in n]
@@ -132,8 +134,10 @@ class LogResult:
             self.dropped, self.kept, self.bytes_after = s.dropped, s.kept, s.new_size
 
     def to_json(self) -> dict[str, Any]:
-        d = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
-             "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
+        d: dict[str, Any] = {"log": self.log, "dropped": self.dropped, "kept": self.kept,
+                             "bytes_before": self.bytes_before, "bytes_after": self.bytes_after}
+        if self.audit:
+            d["audit"] = True
         if self.error:
             d["error"] = self.error
         if self.damaged:
@@ -229,7 +233,8 @@ def parse_retention(text: str) -> timedelta:
     return d
 
 
-_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?", re.I)
+# a unit may end in B or iB (500MB, 500MiB), and a bare B is bytes; "500iB" is no size
+_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(?:([KMGT])(?:I?B)?|B)?", re.I)
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZE = 1 << 60  # a bound past any disk, well inside the 64-bit integers a record holds
 
@@ -244,7 +249,7 @@ def parse_size(text: str | int, what: str = "--max-bytes") -> int:
             from wardrik_cli.errors import BadInput
 
             raise BadInput(f"bad {what} {text!r}: use a size such as 500M, 2G or 800K (units of 1,024 bytes)")
-        n = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+        n = int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").upper()])
     if n > MAX_SIZE:
         from wardrik_cli.errors import BadInput
 
@@ -461,7 +466,7 @@ def compact_log(log: Log, cutoff: str, *, dry_run: bool = False, warn: Callable[
     lacks, unless it is older than ``lag_cutoff`` (then the gap is recorded first).
     A log whose prefix goes is staged in ``batch`` (``store.replace``): its figures are known
     once the batch is committed (``LogResult.settle``). Without a batch it is replaced at once."""
-    res = LogResult(log.name)
+    res = LogResult(log.name, audit=log.is_audit)
     try:
         # the log's folder, held: a folder swapped for a link meanwhile is never gone through
         # (every file of the sweep beside the log is made, opened and renamed by name in it)
@@ -492,6 +497,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
         st = os.fstat(fd)
         end0, size0 = lines.complete_end(fd, st.st_size)
         res.bytes_before = res.bytes_after = size0
+        cut = 0
         try:
             try:
                 cut, backwards = find_cut(fd, end0, cutoff)
@@ -502,6 +508,8 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
             if max_bytes is not None and end0 - cut > max_bytes:
                 over = lines.line_at_or_after(fd, end0 - max_bytes, end0)
                 cut = over[0] if over is not None else end0
+            if 0 < cut < end0 and skip_corrupt:
+                cut = _past_damaged(fd, cut, end0)
             gaps: list[tuple[str, str, str, int, int, str | None]] = []
             if slots and cut > 0:
                 cut, gaps = _hold_for_targets(log, fd, end0, cut, slots, lag_cutoff, res)
@@ -513,14 +521,19 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
             if first_seq is None:
                 first_seq = kept_first if kept_first is not None else last_seq
         except _Unreadable as e:
-            raise Failure(f"{e.what} at byte {e.offset} (see `wardrik check`); not compacted") from None
+            # a damaged line where the kept part would start: its time cannot be read, so it is
+            # not dropped on a guess unless the operator says so
+            hint = "; --skip-corrupt drops it with the events before it, its bytes kept beside the log" \
+                if 0 < cut == e.offset else ""
+            raise Failure(f"{e.what} at byte {e.offset} (see `wardrik check`); not compacted{hint}") from None
         if first_seq is not None and last_seq is not None and not (
                 first_seq <= last_seq and (kept_first is None or first_seq <= kept_first <= last_seq)):
             raise Failure(f"its sequences go back (first {first_seq}, last {last_seq}; see `wardrik check`); "
                           "not compacted")
         if first_seq is not None and last_seq is not None:  # the log has a complete line
             res.dropped = (kept_first if kept_first is not None else last_seq + 1) - first_seq
-            res.kept = (last_seq - kept_first + 1) if kept_first is not None else 0
+            res.kept = (last_seq - kept_first + 1 - _recorded_within(log, kept_first, last_seq)) \
+                if kept_first is not None else 0
         if backwards:
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
                              "after the cutoff was dropped; older events after it were kept")
@@ -558,7 +571,9 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
                 if not skip_corrupt:
                     raise Failure(f"{broken} (see `wardrik check`); not compacted (--skip-corrupt drops it anyway)")
                 res.notes.append(f"{broken}; dropped anyway (--skip-corrupt): {n_events} event(s) went")
-                res.dropped = went = n_events
+                went = n_events
+            if went is not None:
+                res.dropped = went  # a dry run says what the sweep would: events, not sequences
             if bad:
                 res.damaged = len(bad)
                 if dry_run:
@@ -609,6 +624,8 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
         staged.kept_beside = kept_beside
         if went is not None:
             staged.dropped = went  # what the row and the audit record say: events, not sequences
+        if staged.kept:  # events, too: the sequences a pulled copy lacks by record are none
+            staged.kept -= _recorded_within(log, staged.next_seq, staged.next_seq + staged.kept - 1)
         if batch is not None:
             batch.add(staged)
             res.staged = staged
@@ -621,6 +638,16 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
         return res
     finally:
         os.close(fd)
+
+
+def _events_held(log: Log) -> int:
+    """How many events a log that failed holds: its complete lines (counted, not read as
+    JSON: a failure is rare, and may be a damaged line); 0 when it cannot be read."""
+    try:
+        with log.open() as view:
+            return 0 if view.fd is None else lines.count_lines_before(view.fd, lines.complete_end(view.fd)[0]) - 1
+    except (WardrikError, OSError):
+        return 0
 
 
 def _recorded_within(log: Log, first: int, last: int) -> int:
@@ -688,6 +715,24 @@ def _hold_for_targets(log: Log, fd: int, end0: int, cut: int, slots: list[Slot],
                          f"{', '.join(lacking)} stored them; the gap is recorded, and the next ship writes it "
                          "to the store (remote readers get events.dropped for it)")
     return new, gaps
+
+
+def _past_damaged(fd: int, cut: int, end: int) -> int:
+    """Under --skip-corrupt, the cut moved past the lines right after it that are not events:
+    the kept part starts with an event (its record says where the sequence starts), and those
+    lines, whose time no one can read, go with the part dropped, kept beside the log and
+    reported like the damaged lines there. Without it such a line stops the log's sweep (it is
+    not dropped on a guess), and the error says how to let it go."""
+    while cut < end:
+        found = lines.line_at_or_after(fd, cut, end)
+        if found is None:
+            return end
+        try:
+            decode_event(found[1])
+            return found[0]
+        except ValueError:
+            cut = found[0] + len(found[1]) + 1
+    return end
 
 
 def _first_seq(fd: int, cut: int) -> int | None:
@@ -1048,7 +1093,8 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
     for name, is_audit, dropped, next_seq in entries:
         got = _landed(root, name, is_audit, next_seq)
         if got is True:
-            landed[name] = landed.get(name, 0) + dropped
+            key = logs_key(name, is_audit)
+            landed[key] = landed.get(key, 0) + dropped
         elif got is not False:
             unknown.append(f"{name} ({got})")
     todo = landed
@@ -1057,10 +1103,8 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
         todo = {k: v for k, v in landed.items() if k not in done}
     what = f"the record of a compaction started {head['started']} that did not finish ({path})"
     if todo:
-        data: dict[str, Any] = {"logs": todo, "retention": head["retention"], "sweep": head["sweep"],
-                                "started": head["started"], "recovered": True}
-        if head["max_bytes"] is not None:
-            data["max_bytes"] = head["max_bytes"]
+        data: dict[str, Any] = {"logs": todo, "retention": head["retention"], "max_bytes": head["max_bytes"],
+                                "sweep": head["sweep"], "started": head["started"], "recovered": True}
         try:
             record_audit(root, "ledger.compacted", "ledger", data, head["actor"], deployment=deployment, warn=warn,
                          by_sweep=True)
@@ -1082,14 +1126,21 @@ def recover_intent(root: Root, warn: Callable[[str], None] = lambda m: None,
 # ---------------------------------------------------------------------------
 # the sweep
 # ---------------------------------------------------------------------------
+AUDIT_LOGS_KEY = ".wardrik/audit"  # no log id starts with a dot: an agent log named "audit" keeps its own
+
+
+def logs_key(name: str, is_audit: bool) -> str:
+    """A log's key in ``ledger.compacted``'s ``data.logs``: an agent log's id; the audit log's
+    path under the root, which no agent log's id can be."""
+    return AUDIT_LOGS_KEY if is_audit else name
+
+
 def _record_sweep(root: Root, result: SweepResult, actor: str, warn: Callable[[str], None], sweep: str,
                   deployment: str | None = None) -> None:
     from wardrik_cli.store.audit import record_audit
 
-    data: dict[str, Any] = {"logs": {r.log: r.dropped for r in result.logs if r.dropped},
-                            "retention": result.retention, "sweep": sweep}
-    if result.max_bytes is not None:
-        data["max_bytes"] = result.max_bytes
+    data: dict[str, Any] = {"logs": {logs_key(r.log, r.audit): r.dropped for r in result.logs if r.dropped},
+                            "retention": result.retention, "max_bytes": result.max_bytes, "sweep": sweep}
     try:
         record_audit(root, "ledger.compacted", "ledger", data, actor, deployment=deployment, warn=warn,
                      by_sweep=True)
@@ -1105,8 +1156,12 @@ FUTURE_SLACK = timedelta(days=1)  # an event stamped this far past now is in the
 def _audit_usable(root: Root) -> None:
     """Refuse a drop (``Failure``: that log is not swept) when the audit log could not take the
     sweep's ``ledger.compacted``: its lock file cannot be had (a folder, a FIFO, a link there)
-    or the log cannot be opened to append. Before, the sweep dropped events first and found
-    out after. (The lock is not taken: one held now is waited for when the record is written.)"""
+    or the log cannot be opened to append, or holds a line the append would refuse to write
+    after (a line that is not an event: ``append._verify_lines``, which reads only what its last
+    append did not verify). Before, the sweep dropped events first and found out after. (The
+    lock is not taken: one held now is waited for when the record is written.)"""
+    from wardrik_cli.store.append import _verify_lines
+
     audit = Log.audit(root)
     try:
         check_lockable(audit.lock_path, "the audit log")
@@ -1116,6 +1171,9 @@ def _audit_usable(root: Root) -> None:
                 refuse_linked(fd, audit.path, "audit log")  # as the record's append will
             finally:
                 os.close(fd)
+            with audit.open() as view:
+                if view.fd is not None:
+                    _verify_lines(audit, view)
     except (WardrikError, OSError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise Failure(f"cannot record ledger.compacted in the audit log ({why}); not compacted") from None
@@ -1212,13 +1270,19 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
         if on_start:
             on_start(logs)
         lock_timeout = Settings.from_env().lock_timeout  # read once, not once per log
-        checked: list[bool] = []
+        checked: list[Failure | None] = []
 
         def audit_usable() -> None:
-            """Before the sweep's first drop: its ledger.compacted must be possible (once)."""
+            """Before the sweep's first drop: its ledger.compacted must be possible (asked once;
+            a refusal refuses every drop of the sweep)."""
             if not checked:
-                _audit_usable(root)
-                checked.append(True)
+                try:
+                    _audit_usable(root)
+                    checked.append(None)
+                except Failure as e:
+                    checked.append(e)
+            if checked[0] is not None:
+                raise Failure(str(checked[0]))
         intent = _Intent(root, retention, max_bytes, actor or default_actor()) if not dry_run else None
         batch = Batch(intent.before_renames if intent is not None else None)
         waiting: list[LogResult] = []  # results whose figures the batch's commit settles
@@ -1244,12 +1308,13 @@ def compact(root: Root, retention: str, *, dry_run: bool = False, wait: bool = F
                     name = getattr(e, "filename", None)
                     if name and "/" not in str(name):  # a file beside the log, made or opened by name in its folder
                         name = log.path.parent / str(name)
-                    r = LogResult(log.name, error=str(e) if isinstance(e, WardrikError) else
+                    r = LogResult(log.name, log.is_audit, error=str(e) if isinstance(e, WardrikError) else
                                   f"{e.strerror or e}{': ' + str(name) if name else ''}")
                     try:
                         r.bytes_before = r.bytes_after = log.path.stat().st_size
                     except OSError:
                         pass
+                    r.kept = _events_held(log)  # not swept: the log keeps all it holds
                 result.logs.append(r)
                 waiting.append(r)
                 if batch.full():

@@ -210,7 +210,8 @@ def print_sweep(result: SweepResult) -> None:
     for r in result.logs:
         note = Text(f"error: {r.error}", style="red") if r.error else \
             Text("; ".join(r.notes), style="yellow") if r.notes else Text("")  # what each note says
-        table.add_row(r.log, f"{r.dropped:,}", f"{r.kept:,}", size_text(r.bytes_before), size_text(r.bytes_after), note)
+        name = f"{r.log} (the audit log)" if r.audit else r.log  # an agent log may be named audit too
+        table.add_row(name, f"{r.dropped:,}", f"{r.kept:,}", size_text(r.bytes_before), size_text(r.bytes_after), note)
     before = sum(r.bytes_before for r in result.logs)
     after = sum(r.bytes_after for r in result.logs)
     table.add_row(Text("total", style="bold"), f"{result.dropped:,}", f"{result.kept:,}", size_text(before),
