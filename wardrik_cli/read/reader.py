@@ -498,7 +498,8 @@ class Reader:
                 # over tens of thousands of logs, two closures each outweighed the read.
                 # state: [view, gap reporter, read size, recorded gaps met, repeat reporter,
                 #         a corrupt line met after entries this span returned: raised next]
-                sources.append(Source(log.name, start, pos, exact, low, [view, None, self.block, [], None, None]))
+                sources.append(Source(log.name, start, pos, exact, low,
+                                      [view, None, self.block, [], None, None, view.replaced]))
             if many:
                 view.release()
         hold = self.block  # bytes of matches a log's span may hold: the shared budget per log
@@ -523,9 +524,36 @@ class Reader:
 
             return on_gap, on_repeat
 
+        def resume(src: Source) -> list[Entry]:
+            """The log's file was replaced (compacted) while it was closed between spans (a
+            read over more logs than files it may hold open): the offset into the old file is
+            void. The read goes on in the new file after the sequence it reached; the events
+            dropped under it, before they were read, are told by an ``events.dropped`` there."""
+            view = src.state[0]
+            view.reacquire()
+            if view.replaced == src.state[6]:
+                return []
+            src.state[6] = view.replaced
+            if view.fd is None:
+                return []
+            lost: list[Entry] = []
+            first = view.first_seq()
+            if src.seq < first - 1:
+                log = self._by_name[src.name]
+                ev = Notice(dropped_notice(log, view, src.seq, first, self.deployment))
+                lost.append((max(src.high, src.low), src.name, first - 1, dumps_line(ev)[:-1], ev))
+                src.seq = first - 1
+            src.offset, src.exact = view.offset_after_seq(src.seq), True
+            return lost
+
         def fill(src: Source) -> list[Entry]:
+            lost = resume(src) if many else []
+            got = fill_span(src)
+            return lost + got if lost else got
+
+        def fill_span(src: Source) -> list[Entry]:
             state = src.state
-            view, _, read, pending, _, failed = state
+            view, _, read, pending, _, failed, _ = state
             if failed is not None:
                 raise failed
             view.reacquire()

@@ -161,6 +161,8 @@ def state_dirs(path: Path, *, create: bool = False, seen: set[str] | None = None
     may be a link (the operator's choice), as may anything above it. ``seen``: folders already
     found real, skipped and added to (a ``Root``'s cache). A path with no ``.wardrik`` folder
     is left to its final open's ``O_NOFOLLOW``."""
+    if seen is not None and os.path.dirname(path) in seen:
+        return  # its own folder was found real, so were those above it (added top down)
     parts = Path(path).parts
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] == TOOL_DIR:

@@ -329,10 +329,11 @@ class Log:
     """A log under a root: an agent's (by id) or the deployment's audit log."""
 
     # slots: a read over tens of thousands of logs holds one each (an instance dict was 300 bytes)
-    __slots__ = ("root", "name", "path", "state_key", "is_audit")
+    __slots__ = ("root", "name", "path", "state_key", "is_audit", "_watermark_path")
 
     def __init__(self, root: Root, name: str, path: Path, state_key: str, is_audit: bool = False):
         self.root, self.name, self.path, self.state_key, self.is_audit = root, name, path, state_key, is_audit
+        self._watermark_path: Path | None = None
 
     @classmethod
     def agent(cls, root: Root, log_id: str) -> Log:
@@ -349,7 +350,10 @@ class Log:
 
     @property
     def watermark_path(self) -> Path:
-        return self.root.state_path("watermarks", self.state_key, ".json")
+        # made once: a sweep asks for it six times per log
+        if self._watermark_path is None:
+            self._watermark_path = self.root.state_path("watermarks", self.state_key, ".json")
+        return self._watermark_path
 
     def exists(self) -> bool:
         """Something that is not a directory is at the log's path (``open`` refuses what is
@@ -422,7 +426,7 @@ class LogView:
 
     # slots: a reader over tens of thousands of logs holds one view each
     __slots__ = ("log", "fd", "ino", "size", "end", "mtime_ns", "lenient", "ends_from_bytes", "sorted_by_time",
-                 "first_was_damaged", "_first", "_last")
+                 "first_was_damaged", "_first", "_last", "replaced")
 
     def __init__(self, log: Log, fd: int | None):
         self.log = log
@@ -439,6 +443,7 @@ class LogView:
         self.first_was_damaged = False  # set when a lenient first() stepped over damaged lines
         self._first: tuple[int, dict[str, Any]] | None = None
         self._last: tuple[int, dict[str, Any]] | None = None
+        self.replaced = 0  # how often ``reacquire`` found another file: offsets into the old one are void
 
     # context manager ---------------------------------------------------------
     def close(self) -> None:
@@ -463,7 +468,8 @@ class LogView:
 
     def reacquire(self) -> None:
         """Open the file again after ``release``. If it was replaced meanwhile (compaction's
-        rename), the new file is taken as a new snapshot: readers seek in it by sequence."""
+        rename), the new file is taken as a new snapshot (``replaced`` counts up): readers seek
+        in it by sequence, and tell the events dropped under them."""
         if self.fd is not None or self.ino is None:
             return
         try:
@@ -476,6 +482,7 @@ class LogView:
             self.ino, self.mtime_ns = st.st_ino, st.st_mtime_ns
             self.end, self.size = lines.complete_end(fd, st.st_size)
             self._first = self._last = None
+            self.replaced += 1
         self.fd = fd
 
     def __enter__(self) -> LogView:
