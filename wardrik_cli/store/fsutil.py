@@ -181,6 +181,10 @@ def state_dirs(path: Path, *, create: bool = False, seen: set[str] | None = None
                 return
             try:
                 os.mkdir(here)
+                # the new folder's name made durable in its parent: a record written in it and
+                # synced by a sweep (which syncs the record's own folder) must not vanish with
+                # its folder on power loss (first made only once per folder: cheap)
+                fsync_dir(Path(os.path.dirname(here) or "."))
             except FileExistsError:
                 pass  # made meanwhile by another writer (or planted: looked at below)
             mode = os.lstat(here).st_mode
