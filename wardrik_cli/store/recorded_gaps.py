@@ -63,7 +63,7 @@ def gaps_path(root: Root, state_key: str) -> Path:
 
 def any_recorded(root: Root) -> bool:
     """Does the root hold any gap record (so readers need to look for one per log)?"""
-    return os.path.isdir(root.path / ".wardrik" / KIND)
+    return os.path.isdir(f"{root.path}/.wardrik/{KIND}")  # a string: a sweep asks three times per log
 
 
 def read_gaps(root: Root, state_key: str) -> dict[int, RecordedGap]:

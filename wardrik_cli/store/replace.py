@@ -435,11 +435,13 @@ def _carry_verified_note(s: Staged) -> None:
     one exactly; else remove it (the next append then verifies the new file once)."""
     root = s.log.root
     path = root.state_path("verified", s.log.state_key, ".json")
+    raw = root.read_state(path, MAX_RECORD_BYTES)
+    if raw is None and not os.path.lexists(path):
+        return  # no note (the common case in a sweep: looked at with one walk, not two)
     try:
         state_dirs(path)  # never written nor removed through a linked folder
     except (OSError, NotRegular):
         return  # no note can be there (a note read through a link would name another file)
-    raw = root.read_state(path, MAX_RECORD_BYTES)
     try:
         # only a note this user's wardrik sealed is carried (store.seal), and sealed again
         note: Any = orjson.loads(raw) if raw is not None and seal.verify(VERIFIED_KIND, raw) else None
