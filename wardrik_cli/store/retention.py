@@ -83,7 +83,7 @@ from wardrik_cli.store.fsutil import (HeldFolder, fsync_dir, open_folder, open_r
                                       remove_below, write_all, write_new)
 from wardrik_cli.store.replace import TMP_SUFFIX, WM_TMP_SUFFIX, Batch, Staged, stage
 from wardrik_cli.store.layout import Root
-from wardrik_cli.store.recorded_gaps import any_recorded, covered, read_gaps
+from wardrik_cli.store.recorded_gaps import RecordedGap, any_recorded, covered, read_gaps
 from wardrik_cli.store.log import Log, block_shape, decode_all, decode_event, line_time, peek
 from wardrik_cli.store.search import count
 from wardrik_cli.store.locking import check_lockable, locked, try_lock
@@ -493,6 +493,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
                   max_bytes: int | None, batch: Batch | None, slots: list[Slot] | None, lag_cutoff: str | None,
                   skip_corrupt: bool, future: str | None, before_drop: Callable[[], None] | None) -> LogResult:
     """``compact_log`` of the log open at ``fd`` in its folder ``dfd`` (``fd`` closed here)."""
+    recorded_within = _recorded_counter(log)
     try:
         st = os.fstat(fd)
         end0, size0 = lines.complete_end(fd, st.st_size)
@@ -532,7 +533,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
                           "not compacted")
         if first_seq is not None and last_seq is not None:  # the log has a complete line
             res.dropped = (kept_first if kept_first is not None else last_seq + 1) - first_seq
-            res.kept = (last_seq - kept_first + 1 - _recorded_within(log, kept_first, last_seq)) \
+            res.kept = (last_seq - kept_first + 1 - recorded_within(kept_first, last_seq)) \
                 if kept_first is not None else 0
         if backwards:
             res.notes.append("times go backwards in this log: only the prefix before the first event at or "
@@ -552,7 +553,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
             broken = None
             # the sequences a pulled copy lacks by record (dropped at their source before they
             # were shipped) hold no line here: they are not a line deleted
-            held = res.dropped - _recorded_within(log, first_seq, first_seq + res.dropped - 1)
+            held = res.dropped - recorded_within(first_seq, first_seq + res.dropped - 1)
             # (a damaged line may hold one of the sequences: fewer lines than sequences is a
             # line deleted, more events than sequences one repeated)
             if held != res.dropped:
@@ -564,7 +565,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
                              if held != res.dropped else "")
                           + ": a line there was deleted or repeated")
             elif first_seq > 1 and not (bad and bad[0][0] == 0) and not _start_recorded(log, first_seq) \
-                    and _recorded_within(log, 1, first_seq - 1) < first_seq - 1:
+                    and recorded_within(1, first_seq - 1) < first_seq - 1:
                 broken = (f"it starts at sequence {first_seq} and no compaction record says why: its first "
                           f"{first_seq - 1} event(s) were deleted")
             if broken is not None:
@@ -625,7 +626,7 @@ def _compact_open(log: Log, dfd: int, fd: int, cutoff: str, res: LogResult, *, d
         if went is not None:
             staged.dropped = went  # what the row and the audit record say: events, not sequences
         if staged.kept:  # events, too: the sequences a pulled copy lacks by record are none
-            staged.kept -= _recorded_within(log, staged.next_seq, staged.next_seq + staged.kept - 1)
+            staged.kept -= recorded_within(staged.next_seq, staged.next_seq + staged.kept - 1)
         if batch is not None:
             batch.add(staged)
             res.staged = staged
@@ -650,14 +651,23 @@ def _events_held(log: Log) -> int:
         return 0
 
 
-def _recorded_within(log: Log, first: int, last: int) -> int:
-    """How many of the sequences ``first`` to ``last`` a pulled copy lacks by record (``pull``'s
-    gap records; never the audit log's, whose holes are damage whatever a record says)."""
-    if last < first or log.is_audit or not any_recorded(log.root):
-        return 0
-    gaps = read_gaps(log.root, log.state_key)
-    found, _rest = covered(gaps, first - 1, last + 1)
-    return sum(g.last - g.first + 1 for g in found)
+def _recorded_counter(log: Log) -> Callable[[int, int], int]:
+    """``within(first, last)``: how many of the sequences ``first`` to ``last`` a pulled copy
+    lacks by record (``pull``'s gap records, read once per log however often a sweep asks;
+    never the audit log's, whose holes are damage whatever a record says)."""
+    gaps: dict[int, RecordedGap] | None = None
+
+    def within(first: int, last: int) -> int:
+        nonlocal gaps
+        if last < first or log.is_audit:
+            return 0
+        if gaps is None:
+            gaps = read_gaps(log.root, log.state_key) if any_recorded(log.root) else {}
+        if not gaps:
+            return 0
+        found, _rest = covered(gaps, first - 1, last + 1)
+        return sum(g.last - g.first + 1 for g in found)
+    return within
 
 
 def _start_recorded(log: Log, first_seq: int) -> bool:
